@@ -1,0 +1,85 @@
+import { ConfigError, loadConfig, settingNames } from "./config.js";
+import { createLogger } from "./logger.js";
+import { startServer } from "./server.js";
+import { DatabaseInUseError } from "./store/open-database.js";
+
+const usage = `usage: sessionstate serve [flags]
+
+flags (each also an environment variable; flags win):
+${settingNames.map((name) => `  ${name}`).join("\n")}
+`;
+
+/** Exit codes: 0 ok, 1 failed to start or run, 2 bad usage or configuration. */
+async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...args] = argv;
+  switch (command) {
+    case "serve":
+      return serve(args);
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(usage);
+      return 0;
+    default:
+      process.stderr.write(command === undefined ? usage : `sessionstate: unknown command "${command}"\n\n${usage}`);
+      return 2;
+  }
+}
+
+async function serve(args: readonly string[]): Promise<number> {
+  let config;
+  try {
+    config = loadConfig(args, process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`sessionstate: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  let server;
+  try {
+    server = await startServer(config, { logger });
+  } catch (err) {
+    if (err instanceof DatabaseInUseError) {
+      process.stderr.write(`sessionstate: ${err.message}\n`);
+    } else {
+      logger.fatal({ err }, "failed to start");
+      process.stderr.write(`sessionstate: failed to start: ${(err as Error).message}\n`);
+    }
+    return 1;
+  }
+  process.stdout.write(`listening on ${server.address}\n`);
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (stopping) {
+        logger.warn({ signal }, "second signal: exiting now");
+        process.exit(1);
+      }
+      stopping = true;
+      logger.info({ signal }, "shutting down");
+      server.close().then(
+        () => resolve(0),
+        (err: unknown) => {
+          logger.error({ err }, "shutdown failed");
+          resolve(1);
+        },
+      );
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`sessionstate: ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

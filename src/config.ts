@@ -1,0 +1,125 @@
+import { parseArgs } from "node:util";
+import { logLevels, type LogLevel } from "./logger.js";
+import type { Durability } from "./store/open-database.js";
+
+/** Every setting of `sessionstate serve`. */
+export interface Config {
+  /** Path of the SQLite database file. */
+  dbPath: string;
+  /** Address to listen on; port 0 picks a free port. */
+  listenHost: string;
+  listenPort: number;
+  /** SQLite `synchronous`: normal (crash-safe) or full (power-loss-safe). */
+  durability: Durability;
+  /** Events older than this, and cursors untouched for this long, are pruned. */
+  retentionDays: number;
+  /** The log keeps at most this many events, the newest. */
+  maxEvents: number;
+  logLevel: LogLevel;
+}
+
+/** The defaults: a database under ./data, loopback only. */
+export const defaultConfig: Readonly<Config> = {
+  dbPath: "./data/sessionstate.db",
+  listenHost: "127.0.0.1",
+  listenPort: 50051,
+  durability: "normal",
+  retentionDays: 30,
+  maxEvents: 50_000,
+  logLevel: "info",
+};
+
+/** Thrown when settings are invalid; lists every problem at once. */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+const settings = {
+  db: { env: "SESSIONSTATE_DB" },
+  listen: { env: "SESSIONSTATE_LISTEN" },
+  durability: { env: "SESSIONSTATE_DURABILITY" },
+  "retention-days": { env: "SESSIONSTATE_RETENTION_DAYS" },
+  "max-events": { env: "SESSIONSTATE_MAX_EVENTS" },
+  "log-level": { env: "SESSIONSTATE_LOG_LEVEL" },
+} as const;
+type SettingName = keyof typeof settings;
+
+/** The flags and environment variables `serve` understands, for usage text. */
+export const settingNames = Object.entries(settings).map(([flag, { env }]) => `--${flag} (${env})`);
+
+/**
+ * Builds the configuration from `serve` flags and SESSIONSTATE_* environment variables (flags win over
+ * variables, variables over defaults). Throws one ConfigError listing every bad value.
+ */
+export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Config {
+  const problems: string[] = [];
+  let flags: Partial<Record<SettingName, string>> = {};
+  try {
+    const options = Object.fromEntries(Object.keys(settings).map((name) => [name, { type: "string" as const }]));
+    flags = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values as typeof flags;
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  const raw = (name: SettingName): { value: string; source: string } | undefined => {
+    const flag = flags[name];
+    if (flag !== undefined) return { value: flag, source: `--${name}` };
+    const fromEnv = env[settings[name].env];
+    if (fromEnv !== undefined && fromEnv !== "") return { value: fromEnv, source: settings[name].env };
+    return undefined;
+  };
+  const integer = (name: SettingName, fallback: number, min: number, max: number): number => {
+    const setting = raw(name);
+    if (setting === undefined) return fallback;
+    const value = Number(setting.value);
+    if (!/^\d+$/.test(setting.value.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+      problems.push(`${setting.source}: must be a whole number from ${min} to ${max} (got "${setting.value}")`);
+      return fallback;
+    }
+    return value;
+  };
+  const choice = <T extends string>(name: SettingName, fallback: T, allowed: readonly T[]): T => {
+    const setting = raw(name);
+    if (setting === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(setting.value)) {
+      problems.push(`${setting.source}: must be one of ${allowed.join(", ")} (got "${setting.value}")`);
+      return fallback;
+    }
+    return setting.value as T;
+  };
+
+  const config: Config = {
+    dbPath: raw("db")?.value ?? defaultConfig.dbPath,
+    listenHost: defaultConfig.listenHost,
+    listenPort: defaultConfig.listenPort,
+    durability: choice<Durability>("durability", defaultConfig.durability, ["normal", "full"]),
+    retentionDays: integer("retention-days", defaultConfig.retentionDays, 1, 36_500),
+    maxEvents: integer("max-events", defaultConfig.maxEvents, 1, 1_000_000_000),
+    logLevel: choice<LogLevel>("log-level", defaultConfig.logLevel, logLevels),
+  };
+  const listen = raw("listen");
+  if (listen !== undefined) {
+    const address = parseHostPort(listen.value);
+    if (address === undefined) problems.push(`${listen.source}: must be HOST:PORT with a port from 0 to 65535 (got "${listen.value}")`);
+    else [config.listenHost, config.listenPort] = [address.host, address.port];
+  }
+  if (config.dbPath.trim() === "") problems.push("--db: must not be empty");
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+/** Splits `host:port` or `[v6]:port`; `undefined` when malformed. */
+export function parseHostPort(text: string): { host: string; port: number } | undefined {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(text.trim());
+  if (match === null) return undefined;
+  const port = Number(match[3]);
+  if (port > 65_535) return undefined;
+  return { host: match[1] ?? match[2]!, port };
+}
+
+/** Formats an address for grpc-js and for people: IPv6 hosts in brackets. */
+export function formatHostPort(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}

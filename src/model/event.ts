@@ -1,0 +1,62 @@
+/** The kinds of material change the signal log records (SPEC §3). */
+export const eventKinds = [
+  "human_direct_message",
+  "goal_changed",
+  "upstream_missing",
+  "child_spawned",
+  "run_completed",
+  "run_failed",
+  "compacted",
+  "adopted",
+] as const;
+export type EventKind = (typeof eventKinds)[number];
+
+export type ActorType = "human" | "agent" | "system";
+export type RunOutcome = "error" | "timeout" | "cancelled";
+
+/** How an event of a kind affects cursors. */
+export type KindEffect = "notify" | "seed" | "ledger";
+
+/** What an event of `kind` does to cursors: notifying kinds open notices, spawns seed the parent's cursor. */
+export function effectOfKind(kind: EventKind): KindEffect {
+  switch (kind) {
+    case "human_direct_message":
+    case "goal_changed":
+    case "upstream_missing":
+      return "notify";
+    case "child_spawned":
+      return "seed";
+    case "run_completed":
+    case "run_failed":
+    case "compacted":
+    case "adopted":
+      return "ledger";
+    default: {
+      const never: never = kind;
+      throw new Error(`unknown event kind ${String(never)}`);
+    }
+  }
+}
+
+/** Typed metadata of an event. Absent fields are `undefined`, never empty strings. */
+export interface EventPayload {
+  outcome?: RunOutcome;
+  channel?: string;
+  turns?: number;
+  catalogId?: string;
+  hostId?: string;
+}
+
+/** One entry of the signal log, as stored. Times are milliseconds since the Unix epoch. */
+export interface StoredEvent {
+  sequence: number;
+  agentId: string;
+  sessionKey: string;
+  kind: EventKind;
+  actorType: ActorType;
+  actorId?: string;
+  runId?: string;
+  summary: string;
+  occurredAtMs: number;
+  payload: EventPayload;
+}

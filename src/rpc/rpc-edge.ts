@@ -1,0 +1,175 @@
+import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type MessageInitShape } from "@bufbuild/protobuf";
+import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import {
+  status as GrpcStatus,
+  type Server,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type StatusObject,
+  type UntypedServiceImplementation,
+  type sendUnaryData,
+} from "@grpc/grpc-js";
+import type { Logger } from "../logger.js";
+import {
+  grpcServiceDefinition,
+  methodPath,
+  type CallContext,
+  type ServerStream,
+  type ServerStreamHandler,
+  type ServiceHandlers,
+  type UnaryHandler,
+} from "./service-adapter.js";
+import { statusFromError } from "./status-from-error.js";
+
+type Status = Pick<StatusObject, "code" | "details">;
+
+const shuttingDown: Status = { code: GrpcStatus.UNAVAILABLE, details: "server is shutting down; retry later" };
+
+function encode<O extends DescMessage>(schema: O, init: MessageInitShape<O>): Buffer {
+  const bytes = toBinary(schema, create(schema, init));
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/**
+ * The only place that touches grpc-js call objects. It registers generated services on a server and wraps
+ * every handler: requests are decoded (malformed bytes are INVALID_ARGUMENT), handlers are awaited, and
+ * anything thrown becomes a safe status. It also tracks open server streams so shutdown can end them.
+ */
+export class RpcEdge {
+  private readonly streamClosers = new Set<() => void>();
+  private closing = false;
+
+  constructor(
+    private readonly server: Server,
+    private readonly log: Logger,
+  ) {}
+
+  /** Number of server streams currently open. */
+  get openStreams(): number {
+    return this.streamClosers.size;
+  }
+
+  /** Registers a generated service with its handlers. */
+  addService<S extends GenServiceMethods>(service: GenService<S>, handlers: ServiceHandlers<S>): void {
+    const implementation: UntypedServiceImplementation = {};
+    for (const method of Object.values(service.method) as DescMethod[]) {
+      const handler = (handlers as Record<string, unknown>)[method.localName];
+      switch (method.methodKind) {
+        case "unary":
+          implementation[method.localName] = this.wrapUnary(method, handler as UnaryHandler<DescMessage, DescMessage>);
+          break;
+        case "server_streaming":
+          implementation[method.localName] = this.wrapServerStream(
+            method,
+            handler as ServerStreamHandler<DescMessage, DescMessage>,
+          );
+          break;
+        case "client_streaming":
+        case "bidi_streaming":
+          throw new Error(`${methodPath(method)}: ${method.methodKind} methods are not supported`);
+        default: {
+          const never: never = method.methodKind;
+          throw new Error(`unknown method kind ${String(never)}`);
+        }
+      }
+    }
+    this.server.addService(grpcServiceDefinition(service), implementation);
+  }
+
+  /** Refuses new calls with UNAVAILABLE and ends every open stream with UNAVAILABLE. */
+  shutDownCalls(): void {
+    this.closing = true;
+    for (const close of [...this.streamClosers]) close();
+  }
+
+  private decode(method: DescMethod, bytes: Buffer): { request: unknown } | { status: Status } {
+    try {
+      return { request: fromBinary(method.input, bytes) };
+    } catch {
+      return {
+        status: {
+          code: GrpcStatus.INVALID_ARGUMENT,
+          details: `request: not a valid ${method.input.typeName} message (strings must be valid UTF-8)`,
+        },
+      };
+    }
+  }
+
+  private wrapUnary(method: DescMethod, handler: UnaryHandler<DescMessage, DescMessage>) {
+    const path = methodPath(method);
+    return (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>): void => {
+      if (this.closing) return callback(shuttingDown);
+      const decoded = this.decode(method, call.request);
+      if ("status" in decoded) return callback(decoded.status);
+      const abort = new AbortController();
+      call.once("cancelled", () => abort.abort());
+      const context: CallContext = { signal: abort.signal, method: path };
+      Promise.resolve()
+        .then(() => handler(decoded.request as never, context))
+        .then((response) => encode(method.output, response))
+        .then(
+          (bytes) => callback(null, bytes),
+          (err: unknown) => callback(statusFromError(err, this.log, path)),
+        );
+    };
+  }
+
+  private wrapServerStream(method: DescMethod, handler: ServerStreamHandler<DescMessage, DescMessage>) {
+    const path = methodPath(method);
+    return (call: ServerWritableStream<Buffer, Buffer>): void => {
+      if (this.closing) {
+        call.emit("error", shuttingDown);
+        return;
+      }
+      const decoded = this.decode(method, call.request);
+      if ("status" in decoded) {
+        call.emit("error", decoded.status);
+        return;
+      }
+      const abort = new AbortController();
+      // grpc-js emits 'cancelled' on every close, a normal end included: `done` tells them apart.
+      let done = false;
+      const finish = (status?: Status): void => {
+        if (done) return;
+        done = true;
+        this.streamClosers.delete(closeForShutdown);
+        abort.abort();
+        if (status === undefined) call.end();
+        else call.emit("error", status);
+      };
+      const closeForShutdown = (): void => finish(shuttingDown);
+      this.streamClosers.add(closeForShutdown);
+      call.once("cancelled", () => {
+        if (done) return;
+        done = true;
+        this.streamClosers.delete(closeForShutdown);
+        abort.abort();
+      });
+      const stream: ServerStream<MessageInitShape<DescMessage>> = {
+        send: (message) => !done && call.write(encode(method.output, message)),
+        drained: () => waitForDrain(call, abort.signal),
+      };
+      const context: CallContext = { signal: abort.signal, method: path };
+      Promise.resolve()
+        .then(() => handler(decoded.request as never, stream, context))
+        .then(
+          () => finish(),
+          (err: unknown) => finish(statusFromError(err, this.log, path)),
+        );
+    };
+  }
+}
+
+/** Resolves on the stream's next 'drain', or at once when `signal` is (or becomes) aborted. */
+function waitForDrain(call: ServerWritableStream<Buffer, Buffer>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const settle = (): void => {
+      call.off("drain", settle);
+      signal.removeEventListener("abort", settle);
+      resolve();
+    };
+    call.once("drain", settle);
+    signal.addEventListener("abort", settle, { once: true });
+  });
+}

@@ -1,0 +1,73 @@
+import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import type { GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
+
+/** What a handler learns about its call. */
+export interface CallContext {
+  /** Aborted when the client cancels, the deadline passes or the server shuts down. */
+  readonly signal: AbortSignal;
+  /** The full method path, for example `/sessionstate.v1.SignalLog/Append`. */
+  readonly method: string;
+}
+
+/** The sending side of a server stream, with flow control. */
+export interface ServerStream<Out> {
+  /** Queues a message; false when the transport's buffer is full (wait for `drained()` before more). */
+  send(message: Out): boolean;
+  /** Resolves when the transport can take more messages, or when the stream closes. */
+  drained(): Promise<void>;
+}
+
+/** A unary handler: returns the response, or throws (a `ServiceError` for expected refusals). */
+export type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
+  request: MessageShape<I>,
+  context: CallContext,
+) => Promise<MessageInitShape<O>>;
+
+/** A server-streaming handler: sends on `stream`, resolves to end the stream with OK, or throws. */
+export type ServerStreamHandler<I extends DescMessage, O extends DescMessage> = (
+  request: MessageShape<I>,
+  stream: ServerStream<MessageInitShape<O>>,
+  context: CallContext,
+) => Promise<void>;
+
+/**
+ * The handlers of a generated service, keyed by method local name. A missing or mistyped handler is a
+ * compile error, where grpc-js would silently answer UNIMPLEMENTED.
+ */
+export type ServiceHandlers<S extends GenServiceMethods> = {
+  [K in keyof S]: S[K]["methodKind"] extends "unary"
+    ? UnaryHandler<S[K]["input"], S[K]["output"]>
+    : S[K]["methodKind"] extends "server_streaming"
+      ? ServerStreamHandler<S[K]["input"], S[K]["output"]>
+      : never;
+};
+
+/** The grpc-js path of a method: `/<package>.<Service>/<Method>`. */
+export function methodPath(method: DescMethod): string {
+  return `/${method.parent.typeName}/${method.name}`;
+}
+
+const passBytes = (bytes: Buffer): Buffer => bytes;
+
+/**
+ * A grpc-js service definition for a protobuf-es service descriptor. Messages travel as raw bytes: the
+ * handler wrapper decodes and encodes them, so a malformed request becomes INVALID_ARGUMENT instead of a
+ * transport error.
+ */
+export function grpcServiceDefinition(service: DescService): ServiceDefinition {
+  const definition: Record<string, MethodDefinition<Buffer, Buffer>> = {};
+  for (const method of service.methods) {
+    definition[method.localName] = {
+      path: methodPath(method),
+      originalName: method.name,
+      requestStream: method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming",
+      responseStream: method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming",
+      requestSerialize: passBytes,
+      requestDeserialize: passBytes,
+      responseSerialize: passBytes,
+      responseDeserialize: passBytes,
+    };
+  }
+  return definition;
+}

@@ -1,0 +1,122 @@
+import { Server, ServerCredentials } from "@grpc/grpc-js";
+import { file_grpc_health_v1_health, Health } from "../gen/grpc/health/v1/health_pb.js";
+import { file_sessionstate_v1_reconcile, Reconcile } from "../gen/sessionstate/v1/reconcile_pb.js";
+import { file_sessionstate_v1_signal_log, SignalLog } from "../gen/sessionstate/v1/signal_log_pb.js";
+import { file_sessionstate_v1_upstream, Upstream } from "../gen/sessionstate/v1/upstream_pb.js";
+import { file_sessionstate_v1_watch, Watch } from "../gen/sessionstate/v1/watch_pb.js";
+import { systemClock, type Clock } from "./clock.js";
+import { formatHostPort, type Config } from "./config.js";
+import type { Logger } from "./logger.js";
+import { HealthState } from "./rpc/health.js";
+import { addReflection } from "./rpc/reflection.js";
+import { RpcEdge } from "./rpc/rpc-edge.js";
+import { reconcileHandlers } from "./services/reconcile.js";
+import { signalLogHandlers } from "./services/signal-log.js";
+import { upstreamHandlers } from "./services/upstream.js";
+import { watchHandlers } from "./services/watch.js";
+import { Retention } from "./store/retention.js";
+import { SqliteStore } from "./store/sqlite-store.js";
+
+const dayMs = 24 * 60 * 60 * 1000;
+const pruneIntervalMs = 60 * 60 * 1000;
+const pruneRowsPerStep = 2000;
+/** How long shutdown waits for calls in flight before cutting connections. */
+const shutdownGraceMs = 5000;
+
+/** A running server. Whoever started it must `close()` it. */
+export interface RunningServer {
+  /** The port actually bound (useful with port 0). */
+  readonly port: number;
+  /** `host:port` as bound. */
+  readonly address: string;
+  /** Server streams currently open. */
+  openStreams(): number;
+  /** Graceful stop: NOT_SERVING, streams ended with UNAVAILABLE, calls drained (up to a grace period), db closed. */
+  close(): Promise<void>;
+}
+
+/** Options beyond the configuration: injected for tests. */
+export interface ServerOptions {
+  logger: Logger;
+  clock?: Clock;
+}
+
+/**
+ * Opens the database, builds the services and starts serving. Throws `DatabaseInUseError` when another
+ * process owns the database, and the bind error when the address is taken.
+ */
+export async function startServer(config: Config, { logger, clock = systemClock }: ServerOptions): Promise<RunningServer> {
+  const log = logger.child({ component: "server" });
+  const store = SqliteStore.open(config.dbPath, config.durability);
+  const retention = new Retention(
+    store,
+    clock,
+    { retentionMs: config.retentionDays * dayMs, maxEvents: config.maxEvents, maxRowsPerStep: pruneRowsPerStep },
+    logger.child({ component: "retention" }),
+  );
+  const server = new Server({
+    // Find dead peers: ping after a minute of silence, give up after 20 s without an answer.
+    "grpc.keepalive_time_ms": 60_000,
+    "grpc.keepalive_timeout_ms": 20_000,
+    "grpc.max_receive_message_length": 1024 * 1024,
+  });
+  const edge = new RpcEdge(server, logger.child({ component: "rpc" }));
+  const services = [SignalLog, Watch, Reconcile, Upstream];
+  const health = new HealthState(services.map((service) => service.typeName));
+  edge.addService(SignalLog, signalLogHandlers({ store, clock, retention }));
+  edge.addService(Watch, watchHandlers());
+  edge.addService(Reconcile, reconcileHandlers({ store }));
+  edge.addService(Upstream, upstreamHandlers());
+  edge.addService(Health, health.handlers());
+  addReflection(server, [
+    file_sessionstate_v1_signal_log,
+    file_sessionstate_v1_watch,
+    file_sessionstate_v1_reconcile,
+    file_sessionstate_v1_upstream,
+    file_grpc_health_v1_health,
+  ]);
+
+  let port: number;
+  try {
+    port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(formatHostPort(config.listenHost, config.listenPort), ServerCredentials.createInsecure(), (err, bound) =>
+        err === null ? resolve(bound) : reject(err),
+      );
+    });
+  } catch (err) {
+    server.forceShutdown();
+    await store.close();
+    throw err;
+  }
+  health.setServing(true);
+  retention.start(pruneIntervalMs);
+  const address = formatHostPort(config.listenHost, port);
+  log.info({ address, db: config.dbPath, durability: config.durability }, "serving");
+
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    health.setServing(false);
+    edge.shutDownCalls();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        log.warn({ graceMs: shutdownGraceMs }, "calls still open after the grace period; closing connections");
+        server.forceShutdown();
+        resolve();
+      }, shutdownGraceMs);
+      timer.unref();
+      server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    await retention.stop();
+    await store.close();
+    log.info("stopped");
+  };
+  return {
+    port,
+    address,
+    openStreams: () => edge.openStreams,
+    close: () => (closing ??= close()),
+  };
+}

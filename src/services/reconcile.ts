@@ -1,0 +1,82 @@
+import type { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { ServiceError, invalidArgument } from "../errors.js";
+import { normalizeAgentId } from "../model/session-key.js";
+import type { ServiceHandlers } from "../rpc/service-adapter.js";
+import type { Store } from "../store/store.js";
+import { eventToProto, sessionIdFromRef, sessionIdToRef } from "./convert.js";
+import { decodePageToken, encodePageToken, pageSizeOf } from "./page-token.js";
+
+/** Most events one SessionStatus answer holds. */
+export const maxStatusEvents = 200;
+/** Most sessions one GetStateVersions call may ask for. */
+export const maxVersionRefs = 1000;
+
+/** The Reconcile service: read-only, never moves a cursor. */
+export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<(typeof Reconcile)["method"]> {
+  return {
+    sessionStatus: async (request) => {
+      const session = sessionIdFromRef("session", request.session);
+      if (request.limit < 0) throw invalidArgument("limit", `must be between 0 and ${maxStatusEvents}`);
+      const limit = request.limit === 0 ? maxStatusEvents : Math.min(request.limit, maxStatusEvents);
+      const since = request.changesSince;
+      if (since !== undefined && since < 0n) {
+        throw new ServiceError("INVALID_ARGUMENT", "changesSince must be a non-negative integer");
+      }
+      // Versions are far below 2^53; anything larger is simply past the head.
+      const sinceNumber = since === undefined ? undefined : since > BigInt(Number.MAX_SAFE_INTEGER) ? Infinity : Number(since);
+      const status = await store.sessionStatus(session, sinceNumber, limit);
+      if (since !== undefined && status.changes === undefined) {
+        throw new ServiceError(
+          "OUT_OF_RANGE",
+          `changes_since ${since} is above the session's state version ${status.stateVersion}`,
+        );
+      }
+      const changes = status.changes;
+      return {
+        session: sessionIdToRef(session),
+        stateVersion: BigInt(status.stateVersion),
+        stateChanges:
+          changes === undefined
+            ? undefined
+            : {
+                events: changes.events.map(eventToProto),
+                historyGap: changes.historyGap,
+                truncated: changes.truncated,
+                earliestAvailableSequence: BigInt(changes.earliestAvailableSequence),
+              },
+      };
+    },
+    listSessions: async (request) => {
+      const agentId = request.agentId.trim() === "" ? undefined : normalizeAgentId("agent_id", request.agentId);
+      const limit = pageSizeOf("page_size", request.pageSize);
+      const after = decodePageToken("page_token", request.pageToken);
+      const heads = await store.listSessions({ agentId, after, limit: limit + 1 });
+      const page = heads.slice(0, limit);
+      const last = page.at(-1);
+      return {
+        sessions: page.map((head) => ({
+          session: sessionIdToRef(head.session),
+          stateVersion: BigInt(head.stateVersion),
+          updatedAt: timestampFromMs(head.updatedAtMs),
+          prunedThrough: BigInt(head.prunedThrough),
+          hasUpstream: head.hasUpstream,
+        })),
+        nextPageToken: heads.length > limit && last !== undefined ? encodePageToken(last.session) : "",
+      };
+    },
+    getStateVersions: async (request) => {
+      if (request.sessions.length > maxVersionRefs) {
+        throw invalidArgument("sessions", `at most ${maxVersionRefs} sessions per call (got ${request.sessions.length})`);
+      }
+      const sessions = request.sessions.map((ref, i) => sessionIdFromRef(`sessions[${i}]`, ref));
+      const versions = await store.getStateVersions(sessions);
+      return {
+        versions: sessions.map((session, i) => {
+          const version = versions[i];
+          return { session: sessionIdToRef(session), stateVersion: version === undefined ? undefined : BigInt(version) };
+        }),
+      };
+    },
+  };
+}

@@ -1,0 +1,37 @@
+import type { SignalLog } from "../../gen/sessionstate/v1/signal_log_pb.js";
+import type { Clock } from "../clock.js";
+import type { ServiceHandlers } from "../rpc/service-adapter.js";
+import type { Retention } from "../store/retention.js";
+import type { Store } from "../store/store.js";
+import { appendInputFromRequest } from "./append-request.js";
+import { eventToProto, sessionIdFromRef } from "./convert.js";
+import { notYetImplemented } from "./unimplemented.js";
+
+/** What the SignalLog service needs. */
+export interface SignalLogDeps {
+  store: Store;
+  clock: Clock;
+  retention: Retention;
+}
+
+/** The SignalLog service: append, session lifecycle and on-demand retention. */
+export function signalLogHandlers({ store, clock, retention }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
+  return {
+    append: async (request) => {
+      const outcome = await store.append(appendInputFromRequest(request, clock.nowMs()));
+      if (!outcome.recorded) return { recorded: false, stateVersion: BigInt(outcome.stateVersion) };
+      return {
+        recorded: true,
+        deduplicated: outcome.deduplicated,
+        event: eventToProto(outcome.event),
+        stateVersion: BigInt(outcome.stateVersion),
+      };
+    },
+    resetSession: notYetImplemented,
+    deleteSession: async (request) => {
+      const removed = await store.deleteSession(sessionIdFromRef("session", request.session));
+      return removed;
+    },
+    prune: async () => retention.runNow(),
+  };
+}

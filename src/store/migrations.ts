@@ -1,0 +1,56 @@
+/**
+ * The schema, one entry per version. Entry i takes a database from `user_version` i to i + 1. Never edit
+ * an entry that has shipped: add a new one.
+ */
+export const migrations: readonly string[] = [
+  `
+  -- One global, strictly increasing sequence that is never reused: AUTOINCREMENT keeps the highest
+  -- sequence ever issued in sqlite_sequence, so deletes can never bring a sequence back.
+  CREATE TABLE events (
+    sequence       INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id       TEXT    NOT NULL,
+    session_key    TEXT    NOT NULL,
+    kind           TEXT    NOT NULL,
+    actor_type     TEXT    NOT NULL,
+    actor_id       TEXT,
+    run_id         TEXT,
+    summary        TEXT    NOT NULL,
+    occurred_at_ms INTEGER NOT NULL,
+    outcome        TEXT,
+    channel        TEXT,
+    turns          INTEGER,
+    catalog_id     TEXT,
+    host_id        TEXT,
+    dedupe_key     TEXT UNIQUE
+  );
+  CREATE INDEX events_by_session ON events (agent_id, session_key, sequence);
+  CREATE INDEX events_by_time ON events (occurred_at_ms);
+
+  -- One row per session that ever had an event. Survives pruning, so the state version never goes
+  -- down while the session exists; pruned_through is the prune watermark.
+  CREATE TABLE heads (
+    agent_id       TEXT    NOT NULL,
+    session_key    TEXT    NOT NULL,
+    state_version  INTEGER NOT NULL,
+    pruned_through INTEGER NOT NULL DEFAULT 0,
+    updated_at_ms  INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, session_key)
+  ) WITHOUT ROWID;
+
+  -- A watcher's position on a target: acked (L) <= notified (N) <= material (M).
+  CREATE TABLE cursors (
+    watcher_key     TEXT    NOT NULL,
+    target_agent_id TEXT    NOT NULL,
+    target_key      TEXT    NOT NULL,
+    acked           INTEGER NOT NULL,
+    notified        INTEGER NOT NULL,
+    material        INTEGER NOT NULL,
+    updated_at_ms   INTEGER NOT NULL,
+    PRIMARY KEY (watcher_key, target_agent_id, target_key),
+    CHECK (acked <= notified AND notified <= material)
+  ) WITHOUT ROWID;
+  CREATE INDEX cursors_by_target ON cursors (target_agent_id, target_key);
+  CREATE INDEX cursors_pending ON cursors (watcher_key) WHERE notified > acked;
+  CREATE INDEX cursors_by_time ON cursors (updated_at_ms);
+  `,
+];

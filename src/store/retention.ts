@@ -1,0 +1,78 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import type { Clock } from "../clock.js";
+import type { Logger } from "../logger.js";
+import type { Store } from "./store.js";
+
+/** Retention settings: how long events and untouched cursors live, and how many rows the log keeps. */
+export interface RetentionSettings {
+  retentionMs: number;
+  maxEvents: number;
+  /** Rows removed per transaction; the event loop runs between steps. */
+  maxRowsPerStep: number;
+}
+
+/** What one retention run removed. */
+export interface PruneTotals {
+  eventsRemoved: number;
+  cursorsRemoved: number;
+}
+
+/**
+ * Runs retention: at start-up, on an interval, and on demand. A run is a series of bounded steps with the
+ * event loop free between them; runs never overlap (a request during a run starts after it).
+ */
+export class Retention {
+  private queue: Promise<unknown> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly settings: RetentionSettings,
+    private readonly log: Logger,
+  ) {}
+
+  /** Runs once now (in the background) and then every `intervalMs`. The timer does not keep the process alive. */
+  start(intervalMs: number): void {
+    const runInBackground = (): void => {
+      this.runNow().catch((err: unknown) => this.log.error({ err }, "retention run failed"));
+    };
+    runInBackground();
+    this.timer = setInterval(runInBackground, intervalMs);
+    this.timer.unref();
+  }
+
+  /** Runs retention to completion (after any run in progress) and reports what it removed. */
+  runNow(): Promise<PruneTotals> {
+    const run = this.queue.then(() => this.runToCompletion());
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Stops the timer and waits for a run in progress to finish its current step. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    await this.queue;
+  }
+
+  private async runToCompletion(): Promise<PruneTotals> {
+    const totals: PruneTotals = { eventsRemoved: 0, cursorsRemoved: 0 };
+    const cutoffMs = this.clock.nowMs() - this.settings.retentionMs;
+    for (;;) {
+      if (this.stopped) break;
+      const step = await this.store.pruneStep({
+        cutoffMs,
+        maxEvents: this.settings.maxEvents,
+        maxRowsPerStep: this.settings.maxRowsPerStep,
+      });
+      totals.eventsRemoved += step.eventsRemoved;
+      totals.cursorsRemoved += step.cursorsRemoved;
+      if (step.done) break;
+      await yieldToEventLoop();
+    }
+    if (totals.eventsRemoved > 0 || totals.cursorsRemoved > 0) this.log.info(totals, "retention removed rows");
+    return totals;
+  }
+}

@@ -1,0 +1,88 @@
+import type { ActorType, EventKind, EventPayload, StoredEvent } from "../model/event.js";
+import type { SessionId } from "../model/session-key.js";
+
+/** A validated, normalised event to append. Times are milliseconds since the Unix epoch. */
+export interface AppendInput {
+  session: SessionId;
+  kind: EventKind;
+  actorType: ActorType;
+  actorId?: string;
+  runId?: string;
+  summary: string;
+  /** Already clamped into [now - 24 h, now]. */
+  occurredAtMs: number;
+  payload: EventPayload;
+  dedupeKey?: string;
+  /** Normalised keys of watchers the producer names; bare keys among them are ignored. */
+  notifyWatcherKeys: readonly string[];
+  onlyIfWatched: boolean;
+  nowMs: number;
+}
+
+/** What an append did. `stateVersion` is the version of the event's session after the call. */
+export type AppendOutcome =
+  | { recorded: false; stateVersion: number }
+  | { recorded: true; deduplicated: boolean; event: StoredEvent; stateVersion: number };
+
+/** The durable head of a session: its version and prune watermark. */
+export interface SessionHead {
+  session: SessionId;
+  stateVersion: number;
+  prunedThrough: number;
+  updatedAtMs: number;
+  hasUpstream: boolean;
+}
+
+/** The delta of a session after a version. */
+export interface StateChanges {
+  events: StoredEvent[];
+  historyGap: boolean;
+  truncated: boolean;
+  /** Smallest retained sequence of the session; 0 when none is retained. */
+  earliestAvailableSequence: number;
+}
+
+/** A session's status; `changes` is present when asked for and `changesSince <= stateVersion`. */
+export interface SessionStatus {
+  stateVersion: number;
+  changes?: StateChanges;
+}
+
+/** What one bounded retention step removed; `done` when nothing is left to remove. */
+export interface PruneStep {
+  eventsRemoved: number;
+  cursorsRemoved: number;
+  done: boolean;
+}
+
+/** The retention policy applied by one prune step. */
+export interface RetentionPolicy {
+  /** Events that occurred before this time are removed; so are cursors untouched since it. */
+  cutoffMs: number;
+  /** The log keeps at most this many rows, the newest by sequence. */
+  maxEvents: number;
+  /** The most rows one step removes, so one step never blocks the server for long. */
+  maxRowsPerStep: number;
+}
+
+/**
+ * Durable state behind the services. One method per transactional operation; every method is atomic
+ * and returns a promise, so a backend that talks to a server can implement the same interface.
+ * Expected outcomes are values; only real faults throw.
+ */
+export interface Store {
+  /** Appends one event with its head bump (and its cursor updates) in one transaction. */
+  append(input: AppendInput): Promise<AppendOutcome>;
+  /** Reads a session's version and, when `changesSince` is given and not above it, up to `limit` events after it. */
+  sessionStatus(session: SessionId, changesSince: number | undefined, limit: number): Promise<SessionStatus>;
+  /** Sessions with a head, ordered by (agent id, key), strictly after `after`. */
+  listSessions(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<SessionHead[]>;
+  /** The state version of each session, `undefined` where it has no head; same order as asked. */
+  getStateVersions(sessions: readonly SessionId[]): Promise<(number | undefined)[]>;
+  /** Removes a session's events, head, upstream link and cursors in both directions. */
+  deleteSession(session: SessionId): Promise<{ eventsRemoved: number; cursorsRemoved: number; linkRemoved: boolean }>;
+  /** Runs one bounded retention step. */
+  pruneStep(policy: RetentionPolicy): Promise<PruneStep>;
+  /** Closes the store, checkpointing its journal. */
+  close(): Promise<void>;
+}
