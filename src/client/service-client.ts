@@ -1,0 +1,92 @@
+import {
+  create,
+  fromBinary,
+  toBinary,
+  type DescMessage,
+  type DescMethod,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
+import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import { Metadata, type CallOptions as GrpcCallOptions, type Client } from "@grpc/grpc-js";
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Deadline, in milliseconds from now. */
+  timeoutMs?: number;
+  /** Cancels the call when aborted. */
+  signal?: AbortSignal;
+  /** Extra request metadata (for example `authorization`). */
+  metadata?: Readonly<Record<string, string>>;
+}
+
+/** A server stream: iterate it for messages; `cancel()` ends it from the client side. */
+export interface ServerStreamCall<Out> extends AsyncIterable<Out> {
+  cancel(): void;
+}
+
+/** A typed client of one generated service; unary methods return promises, server streams iterables. */
+export type ServiceClient<S extends GenServiceMethods> = {
+  [K in keyof S]: S[K]["methodKind"] extends "unary"
+    ? (request: MessageInitShape<S[K]["input"]>, options?: CallOptions) => Promise<MessageShape<S[K]["output"]>>
+    : S[K]["methodKind"] extends "server_streaming"
+      ? (request: MessageInitShape<S[K]["input"]>, options?: CallOptions) => ServerStreamCall<MessageShape<S[K]["output"]>>
+      : never;
+};
+
+function serializer<M extends DescMessage>(schema: M) {
+  return (init: MessageInitShape<M>): Buffer => {
+    const bytes = toBinary(schema, create(schema, init));
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  };
+}
+
+function deserializer<M extends DescMessage>(schema: M) {
+  return (bytes: Buffer): MessageShape<M> => fromBinary(schema, bytes);
+}
+
+function callParts(defaults: CallOptions, options: CallOptions | undefined) {
+  const merged = { ...defaults, ...options, metadata: { ...defaults.metadata, ...options?.metadata } };
+  const metadata = new Metadata();
+  for (const [name, value] of Object.entries(merged.metadata)) metadata.set(name, value);
+  const grpcOptions: GrpcCallOptions = {};
+  if (merged.timeoutMs !== undefined) grpcOptions.deadline = new Date(Date.now() + merged.timeoutMs);
+  return { metadata, grpcOptions, signal: merged.signal };
+}
+
+/**
+ * Builds a typed client for `service` over an existing grpc-js `Client` (one channel can serve every
+ * service). `defaults` apply to every call and are overridden per call.
+ */
+export function createServiceClient<S extends GenServiceMethods>(
+  channel: Client,
+  service: GenService<S>,
+  defaults: CallOptions = {},
+): ServiceClient<S> {
+  const client: Record<string, unknown> = {};
+  for (const method of Object.values(service.method) as DescMethod[]) {
+    const path = `/${service.typeName}/${method.name}`;
+    const serialize = serializer(method.input);
+    const deserialize = deserializer(method.output);
+    if (method.methodKind === "unary") {
+      client[method.localName] = (request: MessageInitShape<DescMessage>, options?: CallOptions) => {
+        const { metadata, grpcOptions, signal } = callParts(defaults, options);
+        return new Promise((resolve, reject) => {
+          const call = channel.makeUnaryRequest(path, serialize, deserialize, request, metadata, grpcOptions, (err, value) =>
+            err === null ? resolve(value) : reject(err),
+          );
+          signal?.addEventListener("abort", () => call.cancel(), { once: true });
+        });
+      };
+    } else if (method.methodKind === "server_streaming") {
+      client[method.localName] = (request: MessageInitShape<DescMessage>, options?: CallOptions) => {
+        const { metadata, grpcOptions, signal } = callParts(defaults, options);
+        const call = channel.makeServerStreamRequest(path, serialize, deserialize, request, metadata, grpcOptions);
+        signal?.addEventListener("abort", () => call.cancel(), { once: true });
+        // A grpc-js ClientReadableStream is already async-iterable and cancellable.
+        return call as unknown as ServerStreamCall<unknown>;
+      };
+    }
+  }
+  return client as ServiceClient<S>;
+}

@@ -1,0 +1,108 @@
+import assert from "node:assert/strict";
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
+import { createServiceClient } from "../src/client/service-client.js";
+import { connect, goal, status, tempDir } from "./helpers.js";
+import { runCli, spawnServer } from "./process-helpers.js";
+
+describe("sessionstate serve", () => {
+  test("prints its real address, serves, and stops cleanly on SIGTERM with the WAL checkpointed", async () => {
+    const dir = tempDir();
+    const dbPath = join(dir.dir, "nested", "state.db");
+    const server = await spawnServer(["--db", dbPath, "--listen", "127.0.0.1:0"]);
+    try {
+      assert.match(server.address, /^127\.0\.0\.1:\d+$/);
+      assert.notEqual(server.address, "127.0.0.1:0");
+      const clients = connect(server.address);
+      const appended = await clients.signalLog.append(goal("agent:main:main"));
+      assert.equal(appended.event?.sequence, 1n);
+      const health = createServiceClient(clients.channel, Health);
+      assert.equal((await health.check({})).status, HealthCheckResponse_ServingStatus.SERVING);
+      // An open stream must not hold up shutdown: it is ended with UNAVAILABLE.
+      const watch = health.watch({});
+      const iterator = watch[Symbol.asyncIterator]();
+      assert.equal((await iterator.next()).value?.status, HealthCheckResponse_ServingStatus.SERVING);
+      server.child.kill("SIGTERM");
+      const ended = await (async () => {
+        try {
+          for (;;) {
+            const next = await iterator.next();
+            if (next.done) return "ended without status";
+          }
+        } catch (err) {
+          return (err as { code: number }).code;
+        }
+      })();
+      assert.equal(ended, status.UNAVAILABLE);
+      assert.equal(await server.exited, 0);
+      clients.close();
+      assert.ok(existsSync(dbPath));
+      const wal = `${dbPath}-wal`;
+      assert.ok(!existsSync(wal) || statSync(wal).size === 0, "the WAL is checkpointed on close");
+    } finally {
+      server.child.kill("SIGKILL");
+      dir.remove();
+    }
+  });
+
+  test("a second server on the same database refuses to start with a clear message", async () => {
+    const dir = tempDir();
+    const dbPath = join(dir.dir, "state.db");
+    const first = await spawnServer(["--db", dbPath, "--listen", "127.0.0.1:0"]);
+    try {
+      const second = await runCli(["serve", "--db", dbPath, "--listen", "127.0.0.1:0"]);
+      assert.equal(second.code, 1);
+      assert.match(second.stderr, /database .*state\.db is in use by another process/);
+      assert.doesNotMatch(second.stdout, /listening on/);
+      // The first server is unharmed.
+      const clients = connect(first.address);
+      assert.equal((await clients.signalLog.append(goal("agent:main:main"))).recorded, true);
+      clients.close();
+    } finally {
+      first.child.kill("SIGTERM");
+      await first.exited;
+      dir.remove();
+    }
+  });
+
+  test("bad settings are all reported at once, with exit code 2", async () => {
+    const result = await runCli(["serve", "--listen", "nowhere", "--durability", "maybe", "--retention-days", "0"], {
+      SESSIONSTATE_MAX_EVENTS: "-5",
+    });
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /--listen: must be HOST:PORT/);
+    assert.match(result.stderr, /--durability: must be one of normal, full/);
+    assert.match(result.stderr, /--retention-days: must be a whole number from 1/);
+    assert.match(result.stderr, /SESSIONSTATE_MAX_EVENTS: must be a whole number/);
+  });
+
+  test("an unknown flag or command is a usage error", async () => {
+    const flag = await runCli(["serve", "--colour", "blue"]);
+    assert.equal(flag.code, 2);
+    assert.match(flag.stderr, /--colour/);
+    const command = await runCli(["dance"]);
+    assert.equal(command.code, 2);
+    assert.match(command.stderr, /unknown command "dance"/);
+  });
+
+  test("settings come from SESSIONSTATE_* variables, and flags win over them", async () => {
+    const dir = tempDir();
+    const server = await spawnServer(["--listen", "127.0.0.1:0"], {
+      SESSIONSTATE_DB: join(dir.dir, "from-env.db"),
+      SESSIONSTATE_LISTEN: "127.0.0.1:1",
+    });
+    try {
+      assert.notEqual(server.address, "127.0.0.1:1");
+      assert.ok(existsSync(join(dir.dir, "from-env.db")));
+      const clients = connect(server.address);
+      assert.equal((await clients.reconcile.sessionStatus({ session: { key: "global" } })).stateVersion, 0n);
+      clients.close();
+    } finally {
+      server.child.kill("SIGTERM");
+      assert.equal(await server.exited, 0);
+      dir.remove();
+    }
+  });
+});

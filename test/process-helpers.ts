@@ -1,0 +1,54 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+
+/** The real program, as users run it. */
+export const binPath = fileURLToPath(new URL("../bin/sessionstate.js", import.meta.url));
+
+/** A spawned `sessionstate` process. */
+export interface ServerProcess {
+  child: ChildProcess;
+  /** `host:port` from the `listening on` line. */
+  address: string;
+  /** Everything written to standard error so far. */
+  stderr(): string;
+  /** Resolves with the exit code (or the signal name) when the process ends. */
+  exited: Promise<number | string>;
+}
+
+/** Runs `sessionstate <args>` to completion and returns its exit code and output. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [binPath, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const [code] = (await once(child, "exit")) as [number | null];
+  return { code, stdout, stderr };
+}
+
+/**
+ * Starts `sessionstate serve <args>` and resolves once it prints its `listening on` line. Rejects (with
+ * its standard error) if it exits first. The caller must kill the process.
+ */
+export async function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [binPath, "serve", ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | string>((resolve) => {
+    child.once("exit", (code, signal) => resolve(code ?? signal ?? -1));
+  });
+  const address = await new Promise<string>((resolve, reject) => {
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /^listening on (\S+)$/m.exec(stdout);
+      if (match !== null) resolve(match[1]!);
+    });
+    void exited.then((code) => reject(new Error(`server exited (${code}) before listening: ${stderr}`)));
+  });
+  return { child, address, stderr: () => stderr, exited };
+}
