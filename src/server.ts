@@ -7,6 +7,7 @@ import { file_sessionstate_v1_watch, Watch } from "../gen/sessionstate/v1/watch_
 import { systemClock, type Clock } from "./clock.js";
 import { formatHostPort, type Config } from "./config.js";
 import type { Logger } from "./logger.js";
+import { NoticeHub } from "./notices/notice-hub.js";
 import { HealthState } from "./rpc/health.js";
 import { addReflection } from "./rpc/reflection.js";
 import { RpcEdge } from "./rpc/rpc-edge.js";
@@ -54,6 +55,8 @@ export async function startServer(config: Config, { logger, clock = systemClock 
     { retentionMs: config.retentionDays * dayMs, maxEvents: config.maxEvents, maxRowsPerStep: pruneRowsPerStep },
     logger.child({ component: "retention" }),
   );
+  const hub = new NoticeHub(store, logger.child({ component: "notices" }));
+  hub.start();
   const server = new Server({
     // Find dead peers: ping after a minute of silence, give up after 20 s without an answer.
     "grpc.keepalive_time_ms": 60_000,
@@ -64,7 +67,7 @@ export async function startServer(config: Config, { logger, clock = systemClock 
   const services = [SignalLog, Watch, Reconcile, Upstream];
   const health = new HealthState(services.map((service) => service.typeName));
   edge.addService(SignalLog, signalLogHandlers({ store, clock, retention }));
-  edge.addService(Watch, watchHandlers());
+  edge.addService(Watch, watchHandlers({ store, hub, clock }));
   edge.addService(Reconcile, reconcileHandlers({ store }));
   edge.addService(Upstream, upstreamHandlers());
   edge.addService(Health, health.handlers());
@@ -85,6 +88,7 @@ export async function startServer(config: Config, { logger, clock = systemClock 
     });
   } catch (err) {
     server.forceShutdown();
+    hub.stop();
     await store.close();
     throw err;
   }
@@ -109,6 +113,7 @@ export async function startServer(config: Config, { logger, clock = systemClock 
         resolve();
       });
     });
+    hub.stop();
     await retention.stop();
     await store.close();
     log.info("stopped");

@@ -10,7 +10,8 @@ import { Reconcile } from "../gen/sessionstate/v1/reconcile_pb.js";
 import { SignalLog } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { Upstream } from "../gen/sessionstate/v1/upstream_pb.js";
 import { Watch } from "../gen/sessionstate/v1/watch_pb.js";
-import { createServiceClient } from "../src/client/service-client.js";
+import type { StaleNotice, SubscribeStaleNoticesResponse } from "../gen/sessionstate/v1/watch_pb.js";
+import { createServiceClient, type ServerStreamCall } from "../src/client/service-client.js";
 import type { Clock } from "../src/clock.js";
 import { defaultConfig, type Config } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
@@ -133,4 +134,120 @@ export async function assertStatus(promise: Promise<unknown>, code: status, deta
 /** Fails when status details look like they leak SQL, stack traces or internal errors. */
 export function assertNoInternals(details: string): void {
   assert.doesNotMatch(details, /SELECT|INSERT|UPDATE|DELETE FROM|sqlite|\bat .+:\d+:\d+|TypeError|ReferenceError/i);
+}
+
+/** Reads a notice stream in the background so a test can await its messages one at a time. */
+export class NoticeReader {
+  private readonly items: SubscribeStaleNoticesResponse[] = [];
+  private readonly waiters: Array<() => void> = [];
+  private failure: (Error & { code?: number }) | undefined;
+  private ended = false;
+  private readIndex = 0;
+  private barriers = 0;
+
+  constructor(
+    private readonly clients: Clients,
+    readonly call: ServerStreamCall<SubscribeStaleNoticesResponse>,
+  ) {
+    void (async () => {
+      try {
+        for await (const item of call) this.push(item);
+      } catch (err) {
+        this.failure = err as Error;
+      }
+      this.ended = true;
+      this.waiters.splice(0).forEach((wake) => wake());
+    })();
+  }
+
+  private push(item: SubscribeStaleNoticesResponse): void {
+    this.items.push(item);
+    this.waiters.splice(0).forEach((wake) => wake());
+  }
+
+  /** The next message; fails after `timeoutMs` or when the stream ends first. */
+  async next(timeoutMs = 5000): Promise<SubscribeStaleNoticesResponse> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.readIndex >= this.items.length) {
+      if (this.ended) throw this.failure ?? new Error("stream ended");
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error("timed out waiting for a stream message");
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return this.items[this.readIndex++]!;
+  }
+
+  /** The next message, which must be a notice. */
+  async nextNotice(): Promise<StaleNotice> {
+    const item = await this.next();
+    assert.equal(item.message.case, "notice", `expected a notice, got ${item.message.case}`);
+    return item.message.value as StaleNotice;
+  }
+
+  /** Waits for the synced marker and returns the notices before it. */
+  async untilSynced(): Promise<{ notices: StaleNotice[]; pendingDelivered: number }> {
+    const notices: StaleNotice[] = [];
+    for (;;) {
+      const item = await this.next();
+      if (item.message.case === "synced") return { notices, pendingDelivered: item.message.value.pendingDelivered };
+      notices.push(item.message.value as StaleNotice);
+    }
+  }
+
+  /**
+   * Returns every notice delivered before a fresh barrier notice. The stream must serve
+   * `barrierWatcher`: a notice for it is opened now, and since a stream delivers pairs in the order they
+   * changed, everything that changed earlier arrives before it.
+   */
+  async noticesBeforeBarrier(): Promise<StaleNotice[]> {
+    const target = `barrier-${++this.barriers}-${Math.random().toString(36).slice(2)}`;
+    await this.clients.signalLog.append({
+      session: { key: target },
+      kind: EventKind.GOAL_CHANGED,
+      actorType: ActorType.SYSTEM,
+      summary: "barrier",
+      notifySessionKeys: [barrierWatcher],
+    });
+    const notices: StaleNotice[] = [];
+    for (;;) {
+      const notice = await this.nextNotice();
+      if (notice.watcherSessionKey === barrierWatcher && notice.target?.key === target) {
+        // Acknowledge it, so barriers never show up as pending notices later.
+        await this.clients.watch.ackNotices({
+          acks: [{ watcherSessionKey: barrierWatcher, target: notice.target, notifiedVersion: notice.notifiedVersion }],
+        });
+        return notices;
+      }
+      notices.push(notice);
+    }
+  }
+
+  /** Error the stream ended with, once it has ended. */
+  async endStatus(timeoutMs = 5000): Promise<number | "ok"> {
+    for (;;) {
+      try {
+        await this.next(timeoutMs);
+      } catch (err) {
+        if (this.ended) return this.failure?.code ?? "ok";
+        throw err;
+      }
+    }
+  }
+}
+
+/** The watcher every test stream also serves, so `noticesBeforeBarrier` works. */
+export const barrierWatcher = "agent:barrier:watcher";
+
+/** Opens a notice stream for `keys`/`prefixes` plus the barrier watcher. */
+export function subscribe(clients: Clients, keys: string[], prefixes: string[] = []): NoticeReader {
+  return new NoticeReader(
+    clients,
+    clients.watch.subscribeStaleNotices({ watcherSessionKeys: [...keys, barrierWatcher], watcherKeyPrefixes: prefixes }, { timeoutMs: 120_000 }),
+  );
 }

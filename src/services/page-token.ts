@@ -1,22 +1,24 @@
 import { invalidArgument } from "../errors.js";
-import type { SessionId } from "../model/session-key.js";
 
 /** Default and largest page sizes of the List RPCs. */
 export const defaultPageSize = 100;
 export const maxPageSize = 1000;
 
-/** An opaque token naming the last session of a page. */
-export function encodePageToken(last: SessionId): string {
-  return Buffer.from(JSON.stringify([last.agentId, last.key]), "utf8").toString("base64url");
+/** An opaque token naming the sort key of a page's last row. */
+export function encodePageToken(position: readonly string[]): string {
+  return Buffer.from(JSON.stringify(position), "utf8").toString("base64url");
 }
 
-/** The position a page token names, `undefined` for the empty token; INVALID_ARGUMENT when malformed. */
-export function decodePageToken(field: string, token: string): SessionId | undefined {
+/**
+ * The position (`arity` strings) a page token names, `undefined` for the empty token; INVALID_ARGUMENT
+ * naming `field` when it is not a token this service made.
+ */
+export function decodePageToken(field: string, token: string, arity: number): string[] | undefined {
   if (token === "") return undefined;
   try {
     const value: unknown = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
-    if (Array.isArray(value) && value.length === 2 && typeof value[0] === "string" && typeof value[1] === "string") {
-      return { agentId: value[0], key: value[1] };
+    if (Array.isArray(value) && value.length === arity && value.every((part) => typeof part === "string")) {
+      return value as string[];
     }
   } catch {
     // fall through to the refusal below

@@ -50,7 +50,8 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
     listSessions: async (request) => {
       const agentId = request.agentId.trim() === "" ? undefined : normalizeAgentId("agent_id", request.agentId);
       const limit = pageSizeOf("page_size", request.pageSize);
-      const after = decodePageToken("page_token", request.pageToken);
+      const position = decodePageToken("page_token", request.pageToken, 2);
+      const after = position === undefined ? undefined : { agentId: position[0]!, key: position[1]! };
       const heads = await store.listSessions({ agentId, after, limit: limit + 1 });
       const page = heads.slice(0, limit);
       const last = page.at(-1);
@@ -62,7 +63,7 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
           prunedThrough: BigInt(head.prunedThrough),
           hasUpstream: head.hasUpstream,
         })),
-        nextPageToken: heads.length > limit && last !== undefined ? encodePageToken(last.session) : "",
+        nextPageToken: heads.length > limit && last !== undefined ? encodePageToken([last.session.agentId, last.session.key]) : "",
       };
     },
     getStateVersions: async (request) => {

@@ -1,11 +1,11 @@
 import type { SignalLog } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import type { Clock } from "../clock.js";
+import { normalizeKey } from "../model/session-key.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Retention } from "../store/retention.js";
 import type { Store } from "../store/store.js";
 import { appendInputFromRequest } from "./append-request.js";
 import { eventToProto, sessionIdFromRef } from "./convert.js";
-import { notYetImplemented } from "./unimplemented.js";
 
 /** What the SignalLog service needs. */
 export interface SignalLogDeps {
@@ -27,11 +27,10 @@ export function signalLogHandlers({ store, clock, retention }: SignalLogDeps): S
         stateVersion: BigInt(outcome.stateVersion),
       };
     },
-    resetSession: notYetImplemented,
-    deleteSession: async (request) => {
-      const removed = await store.deleteSession(sessionIdFromRef("session", request.session));
-      return removed;
-    },
+    resetSession: async (request) => ({
+      cursorsRemoved: await store.resetWatcher(normalizeKey("watcher_session_key", request.watcherSessionKey)),
+    }),
+    deleteSession: async (request) => store.deleteSession(sessionIdFromRef("session", request.session)),
     prune: async () => retention.runNow(),
   };
 }

@@ -1,14 +1,162 @@
-import type { Watch } from "../../gen/sessionstate/v1/watch_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { CursorSchema } from "../../gen/sessionstate/v1/types_pb.js";
+import type { StaleNoticeSchema, Watch } from "../../gen/sessionstate/v1/watch_pb.js";
+import type { Clock } from "../clock.js";
+import { invalidArgument } from "../errors.js";
+import { hasControlCharacter, isAgentQualified, maxKeyBytes, normalizeKey } from "../model/session-key.js";
+import type { Notice } from "../notices/notice.js";
+import type { NoticeFilter, NoticeHub } from "../notices/notice-hub.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
-import { notYetImplemented } from "./unimplemented.js";
+import type { AckInput, CursorRecord, Store } from "../store/store.js";
+import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
+import { decodePageToken, encodePageToken, pageSizeOf } from "./page-token.js";
 
-/** The Watch service: cursors and stale notices. */
-export function watchHandlers(): ServiceHandlers<(typeof Watch)["method"]> {
+/** Most watcher keys plus prefixes one subscription may name. */
+export const maxSubscriptionFilters = 100;
+/** Most acks one AckNotices call may carry. */
+export const maxAcksPerCall = 1000;
+
+/** What the Watch service needs. */
+export interface WatchDeps {
+  store: Store;
+  hub: NoticeHub;
+  clock: Clock;
+}
+
+/** A cursor as a Cursor message. */
+export function cursorToProto(cursor: CursorRecord): MessageInitShape<typeof CursorSchema> {
   return {
-    watch: notYetImplemented,
-    unwatch: notYetImplemented,
-    listWatches: notYetImplemented,
-    subscribeStaleNotices: notYetImplemented,
-    ackNotices: notYetImplemented,
+    watcherSessionKey: cursor.watcherKey,
+    target: sessionIdToRef(cursor.target),
+    ackedVersion: BigInt(cursor.acked),
+    notifiedVersion: BigInt(cursor.notified),
+    materialVersion: BigInt(cursor.material),
+    updatedAt: timestampFromMs(cursor.updatedAtMs),
+  };
+}
+
+function noticeToProto(notice: Notice): MessageInitShape<typeof StaleNoticeSchema> {
+  return {
+    watcherSessionKey: notice.watcherKey,
+    target: sessionIdToRef(notice.target),
+    changesSince: BigInt(notice.changesSince),
+    notifiedVersion: BigInt(notice.notifiedVersion),
+    text: notice.text,
+    wake: notice.wake,
+    contextKey: notice.contextKey,
+  };
+}
+
+/** A watcher key that must be agent-qualified (subscriptions, acks). */
+function watcherKeyOf(field: string, raw: string): string {
+  const key = normalizeKey(field, raw);
+  if (!isAgentQualified(key)) throw invalidArgument(field, "must be an agent-qualified key (agent:<agentId>:<rest>); bare keys never watch");
+  return key;
+}
+
+/** A version field that must be a non-negative int64. */
+function versionOf(field: string, value: bigint): number {
+  if (value < 0n) throw invalidArgument(field, "must be a non-negative integer");
+  return value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(value);
+}
+
+function filterOf(watcherSessionKeys: readonly string[], watcherKeyPrefixes: readonly string[]): NoticeFilter {
+  if (watcherSessionKeys.length === 0 && watcherKeyPrefixes.length === 0) {
+    throw invalidArgument("watcher_session_keys", "name at least one watcher key or watcher_key_prefixes entry");
+  }
+  if (watcherSessionKeys.length + watcherKeyPrefixes.length > maxSubscriptionFilters) {
+    throw invalidArgument("watcher_session_keys", `at most ${maxSubscriptionFilters} keys and prefixes together`);
+  }
+  const watcherKeys = [...new Set(watcherSessionKeys.map((raw, i) => watcherKeyOf(`watcher_session_keys[${i}]`, raw)))];
+  const prefixes = [
+    ...new Set(
+      watcherKeyPrefixes.map((raw, i) => {
+        const field = `watcher_key_prefixes[${i}]`;
+        const prefix = raw.trimStart().toLowerCase();
+        if (prefix === "") throw invalidArgument(field, "must not be empty");
+        if (Buffer.byteLength(prefix, "utf8") > maxKeyBytes) throw invalidArgument(field, `must be at most ${maxKeyBytes} bytes`);
+        if (hasControlCharacter(prefix)) throw invalidArgument(field, "must not contain control characters");
+        return prefix;
+      }),
+    ),
+  ];
+  return { watcherKeys, prefixes };
+}
+
+/** The Watch service: cursors, the notice stream and acknowledgements. */
+export function watchHandlers({ store, hub, clock }: WatchDeps): ServiceHandlers<(typeof Watch)["method"]> {
+  return {
+    watch: async (request) => {
+      const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
+      const target = sessionIdFromRef("target", request.target);
+      if (!isAgentQualified(watcherKey)) {
+        return { watched: false, reason: "watcher is not an agent-qualified session key (agent:<agentId>:<rest>)" };
+      }
+      if (watcherKey === target.key) return { watched: false, reason: "a session cannot watch itself" };
+      const cursor = await store.watch(watcherKey, target, clock.nowMs());
+      return { watched: true, cursor: cursorToProto(cursor) };
+    },
+    unwatch: async (request) => {
+      const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
+      const target = sessionIdFromRef("target", request.target);
+      return { removed: await store.unwatch(watcherKey, target) };
+    },
+    listWatches: async (request) => {
+      const watcherKey =
+        request.watcherSessionKey.trim() === "" ? undefined : normalizeKey("watcher_session_key", request.watcherSessionKey);
+      const target = request.target === undefined ? undefined : sessionIdFromRef("target", request.target);
+      const limit = pageSizeOf("page_size", request.pageSize);
+      const position = decodePageToken("page_token", request.pageToken, 3);
+      const after = position === undefined ? undefined : ([position[0]!, position[1]!, position[2]!] as const);
+      const cursors = await store.listWatches({ watcherKey, target, after, limit: limit + 1 });
+      const page = cursors.slice(0, limit);
+      const last = page.at(-1);
+      return {
+        cursors: page.map(cursorToProto),
+        nextPageToken:
+          cursors.length > limit && last !== undefined
+            ? encodePageToken([last.watcherKey, last.target.agentId, last.target.key])
+            : "",
+      };
+    },
+    subscribeStaleNotices: async (request, stream, { signal }) => {
+      const filter = filterOf(request.watcherSessionKeys, request.watcherKeyPrefixes);
+      await hub.serve(
+        filter,
+        {
+          send: (item) =>
+            stream.send(
+              "notice" in item
+                ? { message: { case: "notice", value: noticeToProto(item.notice) } }
+                : { message: { case: "synced", value: item.synced } },
+            ),
+          drained: () => stream.drained(),
+        },
+        signal,
+      );
+    },
+    ackNotices: async (request) => {
+      if (request.acks.length > maxAcksPerCall) throw invalidArgument("acks", `at most ${maxAcksPerCall} per call`);
+      const acks = request.acks.map((ack, i): AckInput => {
+        const input: AckInput = {
+          watcherKey: watcherKeyOf(`acks[${i}].watcher_session_key`, ack.watcherSessionKey),
+          target: sessionIdFromRef(`acks[${i}].target`, ack.target),
+          notifiedVersion: versionOf(`acks[${i}].notified_version`, ack.notifiedVersion),
+        };
+        if (ack.reconciledThrough !== undefined) {
+          input.reconciledThrough = versionOf(`acks[${i}].reconciled_through`, ack.reconciledThrough);
+        }
+        return input;
+      });
+      const outcomes = await store.ackNotices(acks, clock.nowMs());
+      return {
+        results: outcomes.map((outcome) => ({
+          acknowledged: outcome.acknowledged,
+          reopened: outcome.reopened,
+          cursor: outcome.cursor === undefined ? undefined : cursorToProto(outcome.cursor),
+        })),
+      };
+    },
   };
 }

@@ -1,10 +1,17 @@
 import type Database from "better-sqlite3";
+import { effectOfKind, type StoredEvent } from "../model/event.js";
 import type { SessionId } from "../model/session-key.js";
+import { applyAck, applyMaterialEvent, isPending, seedCursor } from "../notices/cursor-machine.js";
+import { CursorTables } from "./cursor-tables.js";
 import { EventTables } from "./event-tables.js";
 import { openDatabase, type Durability } from "./open-database.js";
 import type {
+  AckInput,
+  AckOutcome,
   AppendInput,
   AppendOutcome,
+  CursorRecord,
+  PairChange,
   PruneStep,
   RetentionPolicy,
   SessionHead,
@@ -12,30 +19,66 @@ import type {
   Store,
 } from "./store.js";
 
+function sameSession(a: SessionId, b: SessionId): boolean {
+  return a.agentId === b.agentId && a.key === b.key;
+}
+
+/** The session a watcher key stands for: agent-qualified keys carry their agent id. */
+function isWatcherOf(watcherKey: string, session: SessionId): boolean {
+  return watcherKey === session.key && watcherKey.startsWith(`agent:${session.agentId}:`);
+}
+
 /**
  * The SQLite backend. Each method runs one short synchronous transaction (`BEGIN IMMEDIATE` when it
- * writes), so the promise it returns is already settled when the method returns.
+ * writes), so the promise it returns is already settled when the method returns. Pair changes are
+ * announced to feed listeners after the transaction commits.
  */
 export class SqliteStore implements Store {
   private readonly events: EventTables;
+  private readonly cursors: CursorTables;
+  private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
   private readonly appendTx;
   private readonly statusTx;
   private readonly deleteTx;
   private readonly pruneTx;
+  private readonly watchTx;
+  private readonly ackTx;
 
   private constructor(private readonly db: Database.Database) {
     this.events = new EventTables(db);
+    this.cursors = new CursorTables(db);
     this.appendTx = db.transaction((input: AppendInput) => this.appendInTransaction(input));
     this.statusTx = db.transaction((session: SessionId, changesSince: number | undefined, limit: number) =>
       this.statusInTransaction(session, changesSince, limit),
     );
     this.deleteTx = db.transaction((session: SessionId) => {
       const eventsRemoved = this.events.deleteSession(session);
-      return { eventsRemoved, cursorsRemoved: 0, linkRemoved: false };
+      let cursorsRemoved = this.cursors.removeOfTarget(session);
+      if (isWatcherOf(session.key, session)) cursorsRemoved += this.cursors.removeOfWatcher(session.key);
+      return { eventsRemoved, cursorsRemoved, linkRemoved: false };
     });
     this.pruneTx = db.transaction((policy: RetentionPolicy): PruneStep => {
       const eventsRemoved = this.events.pruneEvents(policy.cutoffMs, policy.maxEvents, policy.maxRowsPerStep);
-      return { eventsRemoved, cursorsRemoved: 0, done: eventsRemoved < policy.maxRowsPerStep };
+      const cursorsRemoved = this.cursors.pruneUntouched(policy.cutoffMs, policy.maxRowsPerStep - eventsRemoved);
+      return { eventsRemoved, cursorsRemoved, done: eventsRemoved + cursorsRemoved < policy.maxRowsPerStep };
+    });
+    this.watchTx = db.transaction((watcherKey: string, target: SessionId, nowMs: number): CursorRecord => {
+      const existing = this.cursors.get(watcherKey, target);
+      if (existing === undefined) return this.cursors.put(watcherKey, target, seedCursor(this.events.versionOf(target)), nowMs);
+      this.cursors.touch(watcherKey, target, nowMs);
+      return { ...existing, updatedAtMs: nowMs };
+    });
+    this.ackTx = db.transaction((acks: readonly AckInput[], nowMs: number) => {
+      const changes: PairChange[] = [];
+      const outcomes = acks.map((ack): AckOutcome => {
+        const cursor = this.cursors.get(ack.watcherKey, ack.target);
+        if (cursor === undefined) return { acknowledged: false, reopened: false };
+        const step = applyAck(cursor, ack.notifiedVersion, ack.reconciledThrough);
+        if (!step.acknowledged) return { acknowledged: false, reopened: false, cursor };
+        changes.push({ watcherKey: ack.watcherKey, target: ack.target });
+        return { acknowledged: true, reopened: step.reopened, cursor: this.cursors.put(ack.watcherKey, ack.target, step.cursor, nowMs) };
+      });
+      return { outcomes, changes };
     });
   }
 
@@ -45,20 +88,73 @@ export class SqliteStore implements Store {
   }
 
   async append(input: AppendInput): Promise<AppendOutcome> {
-    return this.appendTx.immediate(input);
+    const { outcome, changes } = this.appendTx.immediate(input);
+    this.announce(changes);
+    return outcome;
   }
 
-  private appendInTransaction(input: AppendInput): AppendOutcome {
+  private appendInTransaction(input: AppendInput): { outcome: AppendOutcome; changes: PairChange[] } {
     if (input.dedupeKey !== undefined) {
       const existing = this.events.eventByDedupeKey(input.dedupeKey);
       if (existing !== undefined) {
         const session = { agentId: existing.agentId, key: existing.sessionKey };
-        return { recorded: true, deduplicated: true, event: existing, stateVersion: this.events.versionOf(session) };
+        const outcome = { recorded: true, deduplicated: true, event: existing, stateVersion: this.events.versionOf(session) };
+        return { outcome, changes: [] };
       }
+    }
+    const watchers = input.notifyWatcherKeys.filter((key) => !isWatcherOf(key, input.session));
+    if (input.onlyIfWatched && watchers.length === 0 && !this.cursors.isWatched(input.session)) {
+      return { outcome: { recorded: false, stateVersion: this.events.versionOf(input.session) }, changes: [] };
     }
     const event = this.events.insertEvent(input);
     this.events.bumpHead(input.session, event.sequence, input.nowMs);
-    return { recorded: true, deduplicated: false, event, stateVersion: event.sequence };
+    const changes = this.updateCursors(event, input, watchers);
+    return { outcome: { recorded: true, deduplicated: false, event, stateVersion: event.sequence }, changes };
+  }
+
+  /** The cursor effects of one new event (SPEC §5); returns the pairs whose pending notice changed. */
+  private updateCursors(event: StoredEvent, input: AppendInput, namedWatchers: readonly string[]): PairChange[] {
+    const target = input.session;
+    const changes: PairChange[] = [];
+    const effect = effectOfKind(event.kind);
+    switch (effect) {
+      case "ledger":
+        break;
+      case "seed":
+        for (const watcherKey of namedWatchers) {
+          const previous = this.cursors.get(watcherKey, target);
+          this.cursors.put(watcherKey, target, seedCursor(event.sequence), input.nowMs);
+          if (previous !== undefined && isPending(previous)) changes.push({ watcherKey, target });
+        }
+        break;
+      case "notify": {
+        const concerned = new Map<string, CursorRecord | undefined>();
+        for (const cursor of this.cursors.ofTargetSession(target)) concerned.set(cursor.watcherKey, cursor);
+        for (const watcherKey of namedWatchers) if (!concerned.has(watcherKey)) concerned.set(watcherKey, undefined);
+        for (const [watcherKey, cursor] of concerned) {
+          if (event.actorId === watcherKey) continue; // a watcher is never told about what it did itself
+          const next = applyMaterialEvent(cursor, event.sequence);
+          this.cursors.put(watcherKey, target, next.cursor, input.nowMs);
+          if (next.opened) changes.push({ watcherKey, target });
+        }
+        break;
+      }
+      default: {
+        const never: never = effect;
+        throw new Error(`unknown kind effect ${String(never)}`);
+      }
+    }
+    return changes;
+  }
+
+  private announce(changes: readonly PairChange[]): void {
+    if (changes.length === 0) return;
+    for (const listener of this.listeners) listener(changes);
+  }
+
+  onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   async sessionStatus(session: SessionId, changesSince: number | undefined, limit: number): Promise<SessionStatus> {
@@ -95,11 +191,45 @@ export class SqliteStore implements Store {
     return this.deleteTx.immediate(session);
   }
 
+  async watch(watcherKey: string, target: SessionId, nowMs: number): Promise<CursorRecord> {
+    if (isWatcherOf(watcherKey, target)) throw new Error("a session cannot watch itself");
+    return this.watchTx.immediate(watcherKey, target, nowMs);
+  }
+
+  async unwatch(watcherKey: string, target: SessionId): Promise<boolean> {
+    const removed = this.cursors.remove(watcherKey, target);
+    if (removed) this.announce([{ watcherKey, target }]);
+    return removed;
+  }
+
+  async listWatches(filter: Parameters<Store["listWatches"]>[0]): Promise<CursorRecord[]> {
+    return this.cursors.page(filter);
+  }
+
+  async resetWatcher(watcherKey: string): Promise<number> {
+    return this.cursors.removeOfWatcher(watcherKey);
+  }
+
+  async getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined> {
+    return this.cursors.get(watcherKey, target);
+  }
+
+  async pendingCursors(watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]> {
+    return this.cursors.pending(watcherKeys, prefixes);
+  }
+
+  async ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]> {
+    const { outcomes, changes } = this.ackTx.immediate(acks, nowMs);
+    this.announce(changes);
+    return outcomes;
+  }
+
   async pruneStep(policy: RetentionPolicy): Promise<PruneStep> {
     return this.pruneTx.immediate(policy);
   }
 
   async close(): Promise<void> {
+    this.listeners.clear();
     if (this.db.open) this.db.close();
   }
 }

@@ -1,6 +1,37 @@
 import type { ActorType, EventKind, EventPayload, StoredEvent } from "../model/event.js";
 import type { SessionId } from "../model/session-key.js";
 
+/** A watcher's cursor on a target, as stored. `acked <= notified <= material`; pending when notified > acked. */
+export interface CursorRecord {
+  watcherKey: string;
+  target: SessionId;
+  acked: number;
+  notified: number;
+  material: number;
+  updatedAtMs: number;
+}
+
+/** A watcher/target pair whose pending notice opened, changed or closed. */
+export interface PairChange {
+  watcherKey: string;
+  target: SessionId;
+}
+
+/** One validated acknowledgement. */
+export interface AckInput {
+  watcherKey: string;
+  target: SessionId;
+  notifiedVersion: number;
+  reconciledThrough?: number;
+}
+
+/** What one acknowledgement did; `cursor` is absent when the pair has no cursor. */
+export interface AckOutcome {
+  acknowledged: boolean;
+  reopened: boolean;
+  cursor?: CursorRecord;
+}
+
 /** A validated, normalised event to append. Times are milliseconds since the Unix epoch. */
 export interface AppendInput {
   session: SessionId;
@@ -81,6 +112,33 @@ export interface Store {
   getStateVersions(sessions: readonly SessionId[]): Promise<(number | undefined)[]>;
   /** Removes a session's events, head, upstream link and cursors in both directions. */
   deleteSession(session: SessionId): Promise<{ eventsRemoved: number; cursorsRemoved: number; linkRemoved: boolean }>;
+  /**
+   * Registers `watcherKey` (agent-qualified, not the target itself) on `target` at the target's current
+   * version; an existing cursor keeps its marks and has its lifetime refreshed.
+   */
+  watch(watcherKey: string, target: SessionId, nowMs: number): Promise<CursorRecord>;
+  /** Removes a pair's cursor; true when there was one. */
+  unwatch(watcherKey: string, target: SessionId): Promise<boolean>;
+  /** A page of cursors, filtered by watcher and/or target, ordered by (watcher, target), strictly after `after`. */
+  listWatches(filter: {
+    watcherKey?: string;
+    target?: SessionId;
+    after?: readonly [string, string, string];
+    limit: number;
+  }): Promise<CursorRecord[]>;
+  /** Removes every cursor a watcher holds; returns how many. */
+  resetWatcher(watcherKey: string): Promise<number>;
+  /** The cursor of one pair. */
+  getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined>;
+  /** Pending cursors of the named watchers and of watchers whose key starts with one of the prefixes. */
+  pendingCursors(watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]>;
+  /** Applies acknowledgements in order, in one transaction; one outcome per ack. */
+  ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]>;
+  /**
+   * Subscribes to the feed of pairs whose pending notice opened, changed or closed, delivered after the
+   * change is durable. Listeners read the notice itself from the store. Returns the unsubscribe function.
+   */
+  onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void;
   /** Runs one bounded retention step. */
   pruneStep(policy: RetentionPolicy): Promise<PruneStep>;
   /** Closes the store, checkpointing its journal. */

@@ -1,0 +1,170 @@
+import type { Logger } from "../logger.js";
+import type { PairChange, Store } from "../store/store.js";
+import { isPending } from "./cursor-machine.js";
+import { noticeFromCursor, type Notice } from "./notice.js";
+
+/** Which watchers a subscriber serves: exact keys and key prefixes, all normalised. */
+export interface NoticeFilter {
+  watcherKeys: readonly string[];
+  prefixes: readonly string[];
+}
+
+/** What a subscription sends: notices, and once the `synced` marker. */
+export type NoticeStreamItem = { notice: Notice } | { synced: { pendingDelivered: number } };
+
+/** The sending side of one subscriber's stream, with the transport's flow control. */
+export interface NoticeSink {
+  /** Queues an item; false when the transport is full (then wait for `drained()`). */
+  send(item: NoticeStreamItem): boolean;
+  /** Resolves when the transport can take more, or when the stream closes. */
+  drained(): Promise<void>;
+}
+
+function pairKey(change: PairChange): string {
+  return `${change.watcherKey}\u0000${change.target.agentId}\u0000${change.target.key}`;
+}
+
+/**
+ * One subscriber. Its memory is bounded by the pairs it serves: `dirty` holds at most one entry per
+ * pair (newest state wins, since the notice is read from the store when it is sent) and `sent`
+ * remembers the notified version last sent per pair, so a pending notice is never sent twice.
+ */
+class Subscription {
+  readonly dirty = new Map<string, PairChange>();
+  readonly sent = new Map<string, number>();
+  private wake: (() => void) | undefined;
+
+  constructor(readonly filter: NoticeFilter) {}
+
+  matches(watcherKey: string): boolean {
+    return this.filter.watcherKeys.includes(watcherKey) || this.filter.prefixes.some((prefix) => watcherKey.startsWith(prefix));
+  }
+
+  markDirty(change: PairChange): void {
+    this.dirty.set(pairKey(change), change);
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  /** Resolves when a pair becomes dirty or `signal` aborts. */
+  changed(signal: AbortSignal): Promise<void> {
+    if (this.dirty.size > 0 || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const settle = (): void => {
+        signal.removeEventListener("abort", settle);
+        this.wake = undefined;
+        resolve();
+      };
+      this.wake = settle;
+      signal.addEventListener("abort", settle, { once: true });
+    });
+  }
+}
+
+/**
+ * Delivers stale notices to subscribers. It learns from the store's feed which pairs changed and reads
+ * each notice from the store when it sends it, so delivery is driven by durable cursor state: a
+ * reconnecting or new subscriber gets every pending notice again, and a stalled one costs at most one
+ * entry per pair.
+ */
+export class NoticeHub {
+  private readonly byWatcher = new Map<string, Set<Subscription>>();
+  private readonly byPrefix = new Set<Subscription>();
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts listening to the store's feed. */
+  start(): void {
+    this.unsubscribe ??= this.store.onPairChanges((changes) => this.dispatch(changes));
+  }
+
+  /** Stops listening. Open subscriptions end when their signals abort. */
+  stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+  }
+
+  /** Number of open subscriptions. */
+  get subscriptions(): number {
+    const all = new Set(this.byPrefix);
+    for (const subs of this.byWatcher.values()) for (const sub of subs) all.add(sub);
+    return all.size;
+  }
+
+  /**
+   * Serves one subscriber until `signal` aborts: every notice pending for the filter, then the synced
+   * marker, then each notice as it opens or reopens.
+   */
+  async serve(filter: NoticeFilter, sink: NoticeSink, signal: AbortSignal): Promise<void> {
+    const sub = new Subscription(filter);
+    this.register(sub);
+    try {
+      const send = async (item: NoticeStreamItem): Promise<void> => {
+        if (!sink.send(item)) await sink.drained();
+      };
+      let pendingDelivered = 0;
+      for (const cursor of await this.store.pendingCursors(filter.watcherKeys, filter.prefixes)) {
+        if (signal.aborted) return;
+        sub.sent.set(pairKey(cursor), cursor.notified);
+        await send({ notice: noticeFromCursor(cursor) });
+        pendingDelivered++;
+      }
+      if (signal.aborted) return;
+      await send({ synced: { pendingDelivered } });
+      while (!signal.aborted) {
+        const next = sub.dirty.entries().next();
+        if (next.done === true) {
+          await sub.changed(signal);
+          continue;
+        }
+        const [key, change] = next.value;
+        sub.dirty.delete(key);
+        const cursor = await this.store.getCursor(change.watcherKey, change.target);
+        if (cursor === undefined || !isPending(cursor)) {
+          sub.sent.delete(key);
+          continue;
+        }
+        if (sub.sent.get(key) === cursor.notified) continue;
+        sub.sent.set(key, cursor.notified);
+        await send({ notice: noticeFromCursor(cursor) });
+      }
+    } finally {
+      this.unregister(sub);
+    }
+  }
+
+  private register(sub: Subscription): void {
+    for (const key of sub.filter.watcherKeys) {
+      let subs = this.byWatcher.get(key);
+      if (subs === undefined) this.byWatcher.set(key, (subs = new Set()));
+      subs.add(sub);
+    }
+    if (sub.filter.prefixes.length > 0) this.byPrefix.add(sub);
+  }
+
+  private unregister(sub: Subscription): void {
+    for (const key of sub.filter.watcherKeys) {
+      const subs = this.byWatcher.get(key);
+      subs?.delete(sub);
+      if (subs?.size === 0) this.byWatcher.delete(key);
+    }
+    this.byPrefix.delete(sub);
+  }
+
+  private dispatch(changes: readonly PairChange[]): void {
+    try {
+      for (const change of changes) {
+        for (const sub of this.byWatcher.get(change.watcherKey) ?? []) sub.markDirty(change);
+        for (const sub of this.byPrefix) if (sub.matches(change.watcherKey)) sub.markDirty(change);
+      }
+    } catch (err) {
+      // The feed runs inside the writer's call: a delivery fault must never fail the write.
+      this.log.error({ err }, "notice dispatch failed");
+    }
+  }
+}

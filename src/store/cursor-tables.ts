@@ -1,0 +1,170 @@
+import type Database from "better-sqlite3";
+import type { SessionId } from "../model/session-key.js";
+import type { CursorMarks } from "../notices/cursor-machine.js";
+import type { CursorRecord } from "./store.js";
+
+interface CursorRow {
+  watcher_key: string;
+  target_agent_id: string;
+  target_key: string;
+  acked: number;
+  notified: number;
+  material: number;
+  updated_at_ms: number;
+}
+
+function cursorFromRow(row: CursorRow): CursorRecord {
+  return {
+    watcherKey: row.watcher_key,
+    target: { agentId: row.target_agent_id, key: row.target_key },
+    acked: row.acked,
+    notified: row.notified,
+    material: row.material,
+    updatedAtMs: row.updated_at_ms,
+  };
+}
+
+// Every valid key sorts below this, so [prefix, prefix + top) is the range of keys starting with prefix.
+const topCharacter = "\u{10FFFF}";
+
+/** Prepared statements over the `cursors` table. Callers own the transactions. */
+export class CursorTables {
+  private readonly one;
+  private readonly upsert;
+  private readonly touchRow;
+  private readonly ofTarget;
+  private readonly anyOfTarget;
+  private readonly deleteOne;
+  private readonly deleteOfWatcher;
+  private readonly deleteOfTarget;
+  private readonly pendingOfWatcher;
+  private readonly pendingInRange;
+  private readonly pageAll;
+  private readonly pageOfWatcher;
+  private readonly pageOfTarget;
+  private readonly pageOfPair;
+  private readonly deleteUntouched;
+
+  constructor(db: Database.Database) {
+    this.one = db.prepare<[string, string, string], CursorRow>(
+      "SELECT * FROM cursors WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ?",
+    );
+    this.upsert = db.prepare<[string, string, string, number, number, number, number]>(
+      `INSERT INTO cursors (watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (watcher_key, target_agent_id, target_key) DO UPDATE
+       SET acked = excluded.acked, notified = excluded.notified, material = excluded.material,
+           updated_at_ms = excluded.updated_at_ms`,
+    );
+    this.touchRow = db.prepare<[number, string, string, string]>(
+      "UPDATE cursors SET updated_at_ms = ? WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ?",
+    );
+    this.ofTarget = db.prepare<[string, string], CursorRow>(
+      "SELECT * FROM cursors WHERE target_agent_id = ? AND target_key = ?",
+    );
+    this.anyOfTarget = db.prepare<[string, string], { one: number }>(
+      "SELECT 1 AS one FROM cursors WHERE target_agent_id = ? AND target_key = ? LIMIT 1",
+    );
+    this.deleteOne = db.prepare<[string, string, string]>(
+      "DELETE FROM cursors WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ?",
+    );
+    this.deleteOfWatcher = db.prepare<[string]>("DELETE FROM cursors WHERE watcher_key = ?");
+    this.deleteOfTarget = db.prepare<[string, string]>("DELETE FROM cursors WHERE target_agent_id = ? AND target_key = ?");
+    this.pendingOfWatcher = db.prepare<[string], CursorRow>(
+      "SELECT * FROM cursors WHERE watcher_key = ? AND notified > acked ORDER BY target_agent_id, target_key",
+    );
+    this.pendingInRange = db.prepare<[string, string], CursorRow>(
+      `SELECT * FROM cursors WHERE watcher_key >= ? AND watcher_key < ? AND notified > acked
+       ORDER BY watcher_key, target_agent_id, target_key`,
+    );
+    const after = "(watcher_key, target_agent_id, target_key) > (?, ?, ?)";
+    const order = "ORDER BY watcher_key, target_agent_id, target_key LIMIT ?";
+    this.pageAll = db.prepare<[string, string, string, number], CursorRow>(`SELECT * FROM cursors WHERE ${after} ${order}`);
+    this.pageOfWatcher = db.prepare<[string, string, string, string, number], CursorRow>(
+      `SELECT * FROM cursors WHERE watcher_key = ? AND ${after} ${order}`,
+    );
+    this.pageOfTarget = db.prepare<[string, string, string, string, string, number], CursorRow>(
+      `SELECT * FROM cursors WHERE target_agent_id = ? AND target_key = ? AND ${after} ${order}`,
+    );
+    this.pageOfPair = db.prepare<[string, string, string, string, string, string, number], CursorRow>(
+      `SELECT * FROM cursors WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ? AND ${after} ${order}`,
+    );
+    this.deleteUntouched = db.prepare<[number, number]>(
+      `DELETE FROM cursors WHERE (watcher_key, target_agent_id, target_key) IN
+         (SELECT watcher_key, target_agent_id, target_key FROM cursors WHERE updated_at_ms < ? LIMIT ?)`,
+    );
+  }
+
+  /** The cursor of a pair, if any. */
+  get(watcherKey: string, target: SessionId): CursorRecord | undefined {
+    const row = this.one.get(watcherKey, target.agentId, target.key);
+    return row === undefined ? undefined : cursorFromRow(row);
+  }
+
+  /** Creates or overwrites the cursor of a pair. */
+  put(watcherKey: string, target: SessionId, marks: CursorMarks, nowMs: number): CursorRecord {
+    this.upsert.run(watcherKey, target.agentId, target.key, marks.acked, marks.notified, marks.material, nowMs);
+    return { watcherKey, target, acked: marks.acked, notified: marks.notified, material: marks.material, updatedAtMs: nowMs };
+  }
+
+  /** Refreshes a cursor's lifetime without changing its marks. */
+  touch(watcherKey: string, target: SessionId, nowMs: number): void {
+    this.touchRow.run(nowMs, watcherKey, target.agentId, target.key);
+  }
+
+  /** Every cursor on `target`. */
+  ofTargetSession(target: SessionId): CursorRecord[] {
+    return this.ofTarget.all(target.agentId, target.key).map(cursorFromRow);
+  }
+
+  /** True when at least one cursor targets `target`. */
+  isWatched(target: SessionId): boolean {
+    return this.anyOfTarget.get(target.agentId, target.key) !== undefined;
+  }
+
+  /** Removes a pair's cursor; true when there was one. */
+  remove(watcherKey: string, target: SessionId): boolean {
+    return this.deleteOne.run(watcherKey, target.agentId, target.key).changes > 0;
+  }
+
+  /** Removes every cursor a watcher holds; returns how many. */
+  removeOfWatcher(watcherKey: string): number {
+    return this.deleteOfWatcher.run(watcherKey).changes;
+  }
+
+  /** Removes every cursor on a target; returns how many. */
+  removeOfTarget(target: SessionId): number {
+    return this.deleteOfTarget.run(target.agentId, target.key).changes;
+  }
+
+  /** Pending cursors (`N > L`) of the given watchers and of every watcher whose key starts with a prefix. */
+  pending(watcherKeys: readonly string[], prefixes: readonly string[]): CursorRecord[] {
+    const found = new Map<string, CursorRow>();
+    const collect = (rows: CursorRow[]): void => {
+      for (const row of rows) found.set(`${row.watcher_key}\u0000${row.target_agent_id}\u0000${row.target_key}`, row);
+    };
+    for (const key of watcherKeys) collect(this.pendingOfWatcher.all(key));
+    for (const prefix of prefixes) collect(this.pendingInRange.all(prefix, prefix + topCharacter));
+    return [...found.values()].map(cursorFromRow);
+  }
+
+  /** A page of cursors ordered by (watcher, target agent, target key), strictly after `after`. */
+  page(filter: { watcherKey?: string; target?: SessionId; after?: readonly [string, string, string]; limit: number }): CursorRecord[] {
+    const [w, a, k] = filter.after ?? ["", "", ""];
+    const { watcherKey, target, limit } = filter;
+    const rows =
+      watcherKey !== undefined && target !== undefined
+        ? this.pageOfPair.all(watcherKey, target.agentId, target.key, w, a, k, limit)
+        : watcherKey !== undefined
+          ? this.pageOfWatcher.all(watcherKey, w, a, k, limit)
+          : target !== undefined
+            ? this.pageOfTarget.all(target.agentId, target.key, w, a, k, limit)
+            : this.pageAll.all(w, a, k, limit);
+    return rows.map(cursorFromRow);
+  }
+
+  /** Removes up to `limit` cursors untouched since `cutoffMs`; returns how many. */
+  pruneUntouched(cutoffMs: number, limit: number): number {
+    return this.deleteUntouched.run(cutoffMs, limit).changes;
+  }
+}
