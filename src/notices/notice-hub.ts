@@ -91,9 +91,20 @@ export class NoticeHub {
 
   /** Number of open subscriptions. */
   get subscriptions(): number {
+    return this.allSubscriptions().size;
+  }
+
+  /** Pairs waiting to be (re)checked across all subscriptions: at most one per pair per subscription. */
+  get queuedPairs(): number {
+    let queued = 0;
+    for (const sub of this.allSubscriptions()) queued += sub.dirty.size;
+    return queued;
+  }
+
+  private allSubscriptions(): Set<Subscription> {
     const all = new Set(this.byPrefix);
     for (const subs of this.byWatcher.values()) for (const sub of subs) all.add(sub);
-    return all.size;
+    return all;
   }
 
   /**

@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { setImmediate as tick } from "node:timers/promises";
+import { createLogger } from "../src/logger.js";
+import { NoticeHub, type NoticeStreamItem } from "../src/notices/notice-hub.js";
+import { SqliteStore } from "../src/store/sqlite-store.js";
+import type { AppendInput } from "../src/store/store.js";
+import { tempDir } from "./helpers.js";
+
+function humanTurn(key: string, nowMs: number): AppendInput {
+  return {
+    session: { agentId: "main", key },
+    kind: "human_direct_message",
+    actorType: "human",
+    summary: "human turn",
+    occurredAtMs: nowMs,
+    payload: {},
+    notifyWatcherKeys: [],
+    onlyIfWatched: false,
+    nowMs,
+  };
+}
+
+describe("notice hub", () => {
+  test("a subscriber that stops reading costs at most one queued entry per pair, and gets one notice per pair when it resumes", async () => {
+    const dir = tempDir();
+    const store = SqliteStore.open(join(dir.dir, "hub.db"), "normal");
+    const hub = new NoticeHub(store, createLogger("silent"));
+    hub.start();
+    const abort = new AbortController();
+    try {
+      const targets = Array.from({ length: 10 }, (_, i) => `agent:main:t${i}`);
+      for (const target of targets) await store.watch("agent:main:main", { agentId: "main", key: target }, 1);
+
+      const received: NoticeStreamItem[] = [];
+      let stalled = true;
+      let resume: () => void = () => {};
+      const serving = hub.serve(
+        { watcherKeys: ["agent:main:main"], prefixes: [] },
+        {
+          send: (item) => {
+            received.push(item);
+            return !stalled;
+          },
+          drained: () => new Promise<void>((resolve) => (resume = resolve)),
+        },
+        abort.signal,
+      );
+      await tick();
+      assert.deepEqual([...received], [{ synced: { pendingDelivered: 0 } }], "the synced marker fills the transport");
+
+      // 1,000 appends land while the subscriber is stalled; acks keep reopening notices.
+      for (let round = 0; round < 100; round++) {
+        for (const target of targets) await store.append(humanTurn(target, 2));
+        const pending = await store.pendingCursors(["agent:main:main"], []);
+        await store.ackNotices(
+          pending.map((c) => ({ watcherKey: c.watcherKey, target: c.target, notifiedVersion: c.notified })),
+          2,
+        );
+        assert.ok(hub.queuedPairs <= targets.length, `queued ${hub.queuedPairs} > ${targets.length}`);
+      }
+      for (const target of targets) await store.append(humanTurn(target, 3));
+      assert.equal(hub.queuedPairs, targets.length);
+      assert.equal(received.length, 1, "nothing more was written while stalled");
+
+      stalled = false;
+      resume();
+      while (hub.queuedPairs > 0) await tick();
+      await tick();
+      const notices = received.slice(1).map((item) => ("notice" in item ? item.notice : undefined));
+      assert.equal(notices.length, targets.length, "one notice per pair, the newest state");
+      const pending = await store.pendingCursors(["agent:main:main"], []);
+      assert.deepEqual(
+        notices.map((n) => [n?.target.key, n?.notifiedVersion]).sort(),
+        pending.map((c) => [c.target.key, c.notified]).sort(),
+      );
+      abort.abort();
+      await serving;
+      assert.equal(hub.subscriptions, 0);
+    } finally {
+      abort.abort();
+      hub.stop();
+      await store.close();
+      dir.remove();
+    }
+  });
+});
