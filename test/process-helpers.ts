@@ -31,8 +31,8 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promi
  * Starts `sessionstate serve <args>` and resolves once it prints its `listening on` line. Rejects (with
  * its standard error) if it exits first. The caller must kill the process.
  */
-export async function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [binPath, "serve", ...args], {
+export async function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, binPath, "serve", ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -101,9 +101,24 @@ export class RpcEdge {
       if (this.closing) return callback(shuttingDown);
       const decoded = this.decode(method, call.request);
       if ("status" in decoded) return callback(decoded.status);
-      const abort = new AbortController();
-      call.once("cancelled", () => abort.abort());
-      const context: CallContext = { signal: abort.signal, method: path };
+      // grpc-js reports 'cancelled' at the end of every call, and aborting builds a DOMException: create
+      // the signal only for handlers that ask for it.
+      let abort: AbortController | undefined;
+      let cancelled = false;
+      call.once("cancelled", () => {
+        cancelled = true;
+        abort?.abort();
+      });
+      const context: CallContext = {
+        method: path,
+        get signal() {
+          if (abort === undefined) {
+            abort = new AbortController();
+            if (cancelled) abort.abort();
+          }
+          return abort.signal;
+        },
+      };
       Promise.resolve()
         .then(() => handler(decoded.request as never, context))
         .then((response) => encode(method.output, response))

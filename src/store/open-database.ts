@@ -40,6 +40,7 @@ export function openDatabase(path: string, durability: Durability): Database.Dat
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     db.pragma(`synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
     db.pragma("foreign_keys = ON");
+    db.pragma("wal_autocheckpoint = 1000");
     migrate(db);
     return db;
   } catch (err) {
