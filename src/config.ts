@@ -1,6 +1,8 @@
+import { realpathSync, statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { logLevels, type LogLevel } from "./logger.js";
 import type { Durability } from "./store/open-database.js";
+import { defaultSyntheticPrefixes } from "./upstream/transcript-classifier.js";
 
 /** Every setting of `sessionstate serve`. */
 export interface Config {
@@ -16,6 +18,14 @@ export interface Config {
   /** The log keeps at most this many events, the newest. */
   maxEvents: number;
   logLevel: LogLevel;
+  /** Real path of the folder local transcripts must live in; undefined turns local adoption off. */
+  transcriptRoot: string | undefined;
+  /** Upstream monitor period; the first tick comes after min(15 s, this). */
+  monitorIntervalMs: number;
+  /** Longest transcript line classified whole; a longer one holds its link's marker. */
+  maxLineBytes: number;
+  /** Text prefixes of user rows that no person typed. */
+  syntheticPrefixes: readonly string[];
 }
 
 /** The defaults: a database under ./data, loopback only. */
@@ -27,6 +37,10 @@ export const defaultConfig: Readonly<Config> = {
   retentionDays: 30,
   maxEvents: 50_000,
   logLevel: "info",
+  transcriptRoot: undefined,
+  monitorIntervalMs: 60_000,
+  maxLineBytes: 16 * 1024 * 1024,
+  syntheticPrefixes: defaultSyntheticPrefixes,
 };
 
 /** Thrown when settings are invalid; lists every problem at once. */
@@ -44,6 +58,10 @@ const settings = {
   "retention-days": { env: "SESSIONSTATE_RETENTION_DAYS" },
   "max-events": { env: "SESSIONSTATE_MAX_EVENTS" },
   "log-level": { env: "SESSIONSTATE_LOG_LEVEL" },
+  "transcript-root": { env: "SESSIONSTATE_TRANSCRIPT_ROOT" },
+  "monitor-interval-ms": { env: "SESSIONSTATE_MONITOR_INTERVAL_MS" },
+  "max-line-bytes": { env: "SESSIONSTATE_MAX_LINE_BYTES" },
+  "synthetic-prefixes": { env: "SESSIONSTATE_SYNTHETIC_PREFIXES" },
 } as const;
 type SettingName = keyof typeof settings;
 
@@ -98,7 +116,32 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
     retentionDays: integer("retention-days", defaultConfig.retentionDays, 1, 36_500),
     maxEvents: integer("max-events", defaultConfig.maxEvents, 1, 1_000_000_000),
     logLevel: choice<LogLevel>("log-level", defaultConfig.logLevel, logLevels),
+    transcriptRoot: undefined,
+    monitorIntervalMs: integer("monitor-interval-ms", defaultConfig.monitorIntervalMs, 100, 86_400_000),
+    maxLineBytes: integer("max-line-bytes", defaultConfig.maxLineBytes, 1024, 1024 * 1024 * 1024),
+    syntheticPrefixes: defaultConfig.syntheticPrefixes,
   };
+  const root = raw("transcript-root");
+  if (root !== undefined) {
+    try {
+      const real = realpathSync(root.value);
+      if (statSync(real).isDirectory()) config.transcriptRoot = real;
+      else problems.push(`${root.source}: must be a directory (got "${root.value}")`);
+    } catch {
+      problems.push(`${root.source}: must be an existing directory (got "${root.value}")`);
+    }
+  }
+  const prefixes = raw("synthetic-prefixes");
+  if (prefixes !== undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(prefixes.value);
+    } catch {
+      parsed = undefined;
+    }
+    if (Array.isArray(parsed) && parsed.every((p) => typeof p === "string" && p !== "")) config.syntheticPrefixes = parsed as string[];
+    else problems.push(`${prefixes.source}: must be a JSON array of non-empty strings`);
+  }
   const listen = raw("listen");
   if (listen !== undefined) {
     const address = parseHostPort(listen.value);

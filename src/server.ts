@@ -16,11 +16,14 @@ import { signalLogHandlers } from "./services/signal-log.js";
 import { upstreamHandlers } from "./services/upstream.js";
 import { watchHandlers } from "./services/watch.js";
 import { Retention } from "./store/retention.js";
+import { SessionActivity } from "./upstream/session-activity.js";
+import { UpstreamMonitor } from "./upstream/upstream-monitor.js";
 import { SqliteStore } from "./store/sqlite-store.js";
 
 const dayMs = 24 * 60 * 60 * 1000;
 const pruneIntervalMs = 60 * 60 * 1000;
 const pruneRowsPerStep = 2000;
+const firstMonitorTickMs = 15_000;
 /** How long shutdown waits for calls in flight before cutting connections. */
 const shutdownGraceMs = 5000;
 
@@ -57,6 +60,19 @@ export async function startServer(config: Config, { logger, clock = systemClock 
   );
   const hub = new NoticeHub(store, logger.child({ component: "notices" }));
   hub.start();
+  const activity = new SessionActivity();
+  const monitor = new UpstreamMonitor(
+    store,
+    activity,
+    clock,
+    {
+      firstTickDelayMs: Math.min(firstMonitorTickMs, config.monitorIntervalMs),
+      tickIntervalMs: config.monitorIntervalMs,
+      maxLineBytes: config.maxLineBytes,
+      syntheticPrefixes: config.syntheticPrefixes,
+    },
+    logger.child({ component: "upstream" }),
+  );
   const server = new Server({
     // Find dead peers: ping after a minute of silence, give up after 20 s without an answer.
     "grpc.keepalive_time_ms": 60_000,
@@ -66,10 +82,10 @@ export async function startServer(config: Config, { logger, clock = systemClock 
   const edge = new RpcEdge(server, logger.child({ component: "rpc" }));
   const services = [SignalLog, Watch, Reconcile, Upstream];
   const health = new HealthState(services.map((service) => service.typeName));
-  edge.addService(SignalLog, signalLogHandlers({ store, clock, retention }));
+  edge.addService(SignalLog, signalLogHandlers({ store, clock, retention, activity }));
   edge.addService(Watch, watchHandlers({ store, hub, clock }));
   edge.addService(Reconcile, reconcileHandlers({ store }));
-  edge.addService(Upstream, upstreamHandlers());
+  edge.addService(Upstream, upstreamHandlers({ store, monitor, activity, clock, transcriptRoot: config.transcriptRoot }));
   edge.addService(Health, health.handlers());
   addReflection(server, [
     file_sessionstate_v1_signal_log,
@@ -94,6 +110,7 @@ export async function startServer(config: Config, { logger, clock = systemClock 
   }
   health.setServing(true);
   retention.start(pruneIntervalMs);
+  monitor.start();
   const address = formatHostPort(config.listenHost, port);
   log.info({ address, db: config.dbPath, durability: config.durability }, "serving");
 
@@ -114,6 +131,7 @@ export async function startServer(config: Config, { logger, clock = systemClock 
       });
     });
     hub.stop();
+    await monitor.stop();
     await retention.stop();
     await store.close();
     log.info("stopped");

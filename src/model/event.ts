@@ -60,3 +60,11 @@ export interface StoredEvent {
   occurredAtMs: number;
   payload: EventPayload;
 }
+
+/** How far back an event time may reach. */
+export const maxEventAgeMs = 24 * 60 * 60 * 1000;
+
+/** Clamps an event time (ms since the epoch) into [now - 24 h, now]. */
+export function clampEventTime(occurredAtMs: number, nowMs: number): number {
+  return Math.min(nowMs, Math.max(nowMs - maxEventAgeMs, occurredAtMs));
+}

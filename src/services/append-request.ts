@@ -1,15 +1,13 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { AppendRequest } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import { invalidArgument } from "../errors.js";
-import type { EventPayload } from "../model/event.js";
+import { clampEventTime, type EventPayload } from "../model/event.js";
 import { hasControlCharacter, isAgentQualified, normalizeKey } from "../model/session-key.js";
 import type { AppendInput } from "../store/store.js";
 import { actorTypeFromProto, kindFromProto, outcomeFromProto, sessionIdFromRef } from "./convert.js";
 
 /** Longest summary, in characters (code points). */
 export const maxSummaryChars = 200;
-/** How far back a caller-supplied event time may reach. */
-export const maxEventAgeMs = 24 * 60 * 60 * 1000;
 /** Most watchers one append may name. */
 export const maxNotifyKeys = 100;
 
@@ -61,7 +59,7 @@ export function appendInputFromRequest(request: AppendRequest, nowMs: number): A
     kind,
     actorType,
     summary: summaryOf(request.summary),
-    occurredAtMs: clampEventTime(request.occurredAt, nowMs),
+    occurredAtMs: eventTimeOf(request.occurredAt, nowMs),
     payload,
     notifyWatcherKeys: [...notifyWatcherKeys],
     onlyIfWatched: request.onlyIfWatched,
@@ -95,12 +93,14 @@ export function optionalText(field: string, value: string, maxBytes: number): st
   return text;
 }
 
-/** The event time: now when absent, otherwise clamped into [now - 24 h, now]. */
-export function clampEventTime(occurredAt: Timestamp | undefined, nowMs: number): number {
+/**
+ * A caller-supplied time in ms: now when absent, otherwise clamped into [now - 24 h, now].
+ * INVALID_ARGUMENT naming `field` when its nanos are out of range.
+ */
+export function eventTimeOf(occurredAt: Timestamp | undefined, nowMs: number, field = "occurred_at"): number {
   if (occurredAt === undefined) return nowMs;
   if (occurredAt.nanos < 0 || occurredAt.nanos > 999_999_999) {
-    throw invalidArgument("occurred_at.nanos", "must be between 0 and 999999999");
+    throw invalidArgument(`${field}.nanos`, "must be between 0 and 999999999");
   }
-  const ms = Number(occurredAt.seconds) * 1000 + Math.floor(occurredAt.nanos / 1_000_000);
-  return Math.min(nowMs, Math.max(nowMs - maxEventAgeMs, ms));
+  return clampEventTime(Number(occurredAt.seconds) * 1000 + Math.floor(occurredAt.nanos / 1_000_000), nowMs);
 }

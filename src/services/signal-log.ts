@@ -4,6 +4,7 @@ import { normalizeKey } from "../model/session-key.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Retention } from "../store/retention.js";
 import type { Store } from "../store/store.js";
+import type { SessionActivity } from "../upstream/session-activity.js";
 import { appendInputFromRequest } from "./append-request.js";
 import { eventToProto, sessionIdFromRef } from "./convert.js";
 
@@ -12,10 +13,11 @@ export interface SignalLogDeps {
   store: Store;
   clock: Clock;
   retention: Retention;
+  activity: SessionActivity;
 }
 
 /** The SignalLog service: append, session lifecycle and on-demand retention. */
-export function signalLogHandlers({ store, clock, retention }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
+export function signalLogHandlers({ store, clock, retention, activity }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
   return {
     append: async (request) => {
       const outcome = await store.append(appendInputFromRequest(request, clock.nowMs()));
@@ -30,7 +32,12 @@ export function signalLogHandlers({ store, clock, retention }: SignalLogDeps): S
     resetSession: async (request) => ({
       cursorsRemoved: await store.resetWatcher(normalizeKey("watcher_session_key", request.watcherSessionKey)),
     }),
-    deleteSession: async (request) => store.deleteSession(sessionIdFromRef("session", request.session)),
+    deleteSession: async (request) => {
+      const session = sessionIdFromRef("session", request.session);
+      const removed = await store.deleteSession(session);
+      activity.forget(session);
+      return removed;
+    },
     prune: async () => retention.runNow(),
   };
 }

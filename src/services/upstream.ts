@@ -1,15 +1,168 @@
-import type { Upstream } from "../../gen/sessionstate/v1/upstream_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { RemoteItemKind, type Upstream, type UpstreamLinkSchema } from "../../gen/sessionstate/v1/upstream_pb.js";
+import type { Clock } from "../clock.js";
+import { ServiceError, invalidArgument } from "../errors.js";
+import { normalizeAgentId } from "../model/session-key.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
-import { notYetImplemented } from "./unimplemented.js";
+import type { LinkRecord, Store } from "../store/store.js";
+import { normalizeUserText, type SessionActivity } from "../upstream/session-activity.js";
+import { resolveTranscriptPath } from "../upstream/transcript-path.js";
+import {
+  fileSourcePrefix,
+  maxRemoteItems,
+  nodeSourcePrefix,
+  type RemoteItem,
+  type UpstreamMonitor,
+} from "../upstream/upstream-monitor.js";
+import { eventTimeOf, optionalText } from "./append-request.js";
+import { eventToProto, sessionIdFromRef, sessionIdToRef } from "./convert.js";
+import { decodePageToken, encodePageToken, pageSizeOf } from "./page-token.js";
 
-/** The Upstream service: adopted sessions and the upstream monitor. */
-export function upstreamHandlers(): ServiceHandlers<(typeof Upstream)["method"]> {
+/** Longest own text accepted, in UTF-8 bytes. */
+export const maxOwnTextBytes = 256 * 1024;
+
+/** What the Upstream service needs. */
+export interface UpstreamDeps {
+  store: Store;
+  monitor: UpstreamMonitor;
+  activity: SessionActivity;
+  clock: Clock;
+  /** Real path of the transcript root; undefined when local adoption is off. */
+  transcriptRoot: string | undefined;
+}
+
+function linkToProto(link: LinkRecord): MessageInitShape<typeof UpstreamLinkSchema> {
   return {
-    adopt: notYetImplemented,
-    setRunActive: notYetImplemented,
-    recordOwnUserText: notYetImplemented,
-    reportRemoteItems: notYetImplemented,
-    listUpstreamLinks: notYetImplemented,
-    scanNow: notYetImplemented,
+    session: sessionIdToRef(link.session),
+    catalogId: link.catalogId,
+    hostId: link.hostId,
+    threadId: link.threadId,
+    source: link.source,
+    marker: link.marker,
+    missedChecks: link.missedChecks,
+    lastScannedAt: link.lastScannedAtMs === undefined ? undefined : timestampFromMs(link.lastScannedAtMs),
+    updatedAt: timestampFromMs(link.updatedAtMs),
+  };
+}
+
+const remoteKinds = new Map<RemoteItemKind, RemoteItem["kind"]>([
+  [RemoteItemKind.UNSPECIFIED, "unspecified"],
+  [RemoteItemKind.USER_MESSAGE, "user_message"],
+  [RemoteItemKind.AGENT_MESSAGE, "agent_message"],
+  [RemoteItemKind.TOOL, "tool"],
+  [RemoteItemKind.OTHER, "other"],
+]);
+
+/** The Upstream service: adoption, run activity, self-echo texts, paired-node pages and the monitor. */
+export function upstreamHandlers({ store, monitor, activity, clock, transcriptRoot }: UpstreamDeps): ServiceHandlers<(typeof Upstream)["method"]> {
+  return {
+    adopt: async (request) => {
+      const session = sessionIdFromRef("session", request.session);
+      const catalogId = optionalText("catalog_id", request.catalogId, 128);
+      if (catalogId === undefined) throw invalidArgument("catalog_id", "is required");
+      const hostId = optionalText("host_id", request.hostId, 128) ?? "";
+      const threadId = optionalText("thread_id", request.threadId, 256) ?? "";
+      const nowMs = clock.nowMs();
+      let source: string;
+      let marker: string | undefined;
+      let declined: string | undefined;
+      switch (request.source.case) {
+        case "localTranscript": {
+          if (transcriptRoot === undefined) {
+            throw new ServiceError(
+              "FAILED_PRECONDITION",
+              "local_transcript: local adoption is off; set --transcript-root (SESSIONSTATE_TRANSCRIPT_ROOT) to enable it",
+            );
+          }
+          const target = await resolveTranscriptPath(transcriptRoot, request.source.value.path);
+          if ("declined" in target) {
+            declined = target.declined;
+            source = "";
+          } else {
+            source = `${fileSourcePrefix}${target.path}`;
+            marker = String(target.sizeBytes);
+          }
+          break;
+        }
+        case "pairedNode": {
+          const nodeId = optionalText("paired_node.node_id", request.source.value.nodeId, 256);
+          if (nodeId === undefined) throw invalidArgument("paired_node.node_id", "is required");
+          source = `${nodeSourcePrefix}${nodeId}`;
+          const newest = optionalText("paired_node.newest_item_uuid", request.source.value.newestItemUuid, 256);
+          if (newest === undefined) declined = "the thread's newest item has no uuid";
+          else marker = newest;
+          break;
+        }
+        case undefined:
+          throw invalidArgument("source", "is required (local_transcript or paired_node)");
+        default: {
+          const never: never = request.source;
+          throw new Error(`unknown source ${String(never)}`);
+        }
+      }
+      const adopted = await store.adopt({
+        adoptedEvent: {
+          session,
+          kind: "adopted",
+          actorType: "human",
+          summary: `adopted from ${catalogId}`,
+          occurredAtMs: nowMs,
+          payload: hostId === "" ? { catalogId } : { catalogId, hostId },
+          dedupeKey: `adopted:${session.agentId}:${session.key}`,
+          notifyWatcherKeys: [],
+          onlyIfWatched: false,
+          nowMs,
+        },
+        ...(marker === undefined ? {} : { link: { session, catalogId, hostId, threadId, source, marker, updatedAtMs: nowMs } }),
+      });
+      return {
+        event: eventToProto(adopted.event),
+        linked: adopted.link !== undefined,
+        reason: declined ?? "",
+        link: adopted.link === undefined ? undefined : linkToProto(adopted.link),
+      };
+    },
+    setRunActive: async (request) => {
+      activity.setRunActive(sessionIdFromRef("session", request.session), request.active);
+      return {};
+    },
+    recordOwnUserText: async (request) => {
+      const session = sessionIdFromRef("session", request.session);
+      if (normalizeUserText(request.text) === "") throw invalidArgument("text", "is required");
+      if (Buffer.byteLength(request.text, "utf8") > maxOwnTextBytes) throw invalidArgument("text", `must be at most ${maxOwnTextBytes} bytes`);
+      activity.recordOwnText(session, request.text);
+      return {};
+    },
+    reportRemoteItems: async (request) => {
+      const session = sessionIdFromRef("session", request.session);
+      if (request.items.length > maxRemoteItems) throw invalidArgument("items", `at most ${maxRemoteItems} items, newest first`);
+      const nowMs = clock.nowMs();
+      const items = request.items.map((item, i): RemoteItem => {
+        const kind = remoteKinds.get(item.kind);
+        if (kind === undefined) throw invalidArgument(`items[${i}].kind`, `must be a known RemoteItemKind (got ${item.kind})`);
+        const uuid = item.uuid.trim();
+        if (Buffer.byteLength(uuid, "utf8") > 256) throw invalidArgument(`items[${i}].uuid`, "must be at most 256 bytes");
+        const remote: RemoteItem = { uuid, kind, text: item.text };
+        if (item.occurredAt !== undefined) remote.occurredAtMs = eventTimeOf(item.occurredAt, nowMs, `items[${i}].occurred_at`);
+        return remote;
+      });
+      const result = await monitor.reportRemoteItems(session, items);
+      return { humanTurns: result.humanTurns, event: result.event === undefined ? undefined : eventToProto(result.event) };
+    },
+    listUpstreamLinks: async (request) => {
+      const agentId = request.agentId.trim() === "" ? undefined : normalizeAgentId("agent_id", request.agentId);
+      const limit = pageSizeOf("page_size", request.pageSize);
+      const position = decodePageToken("page_token", request.pageToken, 2);
+      const after = position === undefined ? undefined : { agentId: position[0]!, key: position[1]! };
+      const links = await store.listLinks({ agentId, after, limit: limit + 1 });
+      const page = links.slice(0, limit);
+      const last = page.at(-1);
+      return {
+        links: page.map(linkToProto),
+        nextPageToken: links.length > limit && last !== undefined ? encodePageToken([last.session.agentId, last.session.key]) : "",
+      };
+    },
+    scanNow: async () => monitor.tick(),
   };
 }

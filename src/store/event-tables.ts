@@ -26,6 +26,7 @@ interface HeadRow {
   state_version: number;
   pruned_through: number;
   updated_at_ms: number;
+  has_upstream: number;
 }
 
 /** Converts a stored row to an event. The columns were written by `insertEvent`, so they are trusted. */
@@ -56,9 +57,13 @@ function headFromRow(row: HeadRow): SessionHead {
     stateVersion: row.state_version,
     prunedThrough: row.pruned_through,
     updatedAtMs: row.updated_at_ms,
-    hasUpstream: false,
+    hasUpstream: row.has_upstream === 1,
   };
 }
+
+const headColumns = `agent_id, session_key, state_version, pruned_through, updated_at_ms,
+  EXISTS (SELECT 1 FROM upstream_links AS l WHERE l.agent_id = heads.agent_id AND l.session_key = heads.session_key)
+    AS has_upstream`;
 
 const eventColumns =
   "sequence, agent_id, session_key, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome, channel, turns, catalog_id, host_id";
@@ -99,7 +104,7 @@ export class EventTables {
        SET state_version = max(state_version, excluded.state_version), updated_at_ms = excluded.updated_at_ms`,
     );
     this.head = db.prepare<[string, string], HeadRow>(
-      "SELECT * FROM heads WHERE agent_id = ? AND session_key = ?",
+      `SELECT ${headColumns} FROM heads WHERE agent_id = ? AND session_key = ?`,
     );
     this.after = db.prepare<[string, string, number, number], EventRow>(
       `SELECT ${eventColumns} FROM events WHERE agent_id = ? AND session_key = ? AND sequence > ?
@@ -109,10 +114,10 @@ export class EventTables {
       "SELECT min(sequence) AS first FROM events WHERE agent_id = ? AND session_key = ?",
     );
     this.headsFrom = db.prepare<[string, string, number], HeadRow>(
-      `SELECT * FROM heads WHERE (agent_id, session_key) > (?, ?) ORDER BY agent_id, session_key LIMIT ?`,
+      `SELECT ${headColumns} FROM heads WHERE (agent_id, session_key) > (?, ?) ORDER BY agent_id, session_key LIMIT ?`,
     );
     this.headsOfAgentFrom = db.prepare<[string, string, number], HeadRow>(
-      `SELECT * FROM heads WHERE agent_id = ? AND session_key > ? ORDER BY session_key LIMIT ?`,
+      `SELECT ${headColumns} FROM heads WHERE agent_id = ? AND session_key > ? ORDER BY session_key LIMIT ?`,
     );
     this.deleteOfSession = db.prepare<[string, string]>("DELETE FROM events WHERE agent_id = ? AND session_key = ?");
     this.deleteHeadRow = db.prepare<[string, string]>("DELETE FROM heads WHERE agent_id = ? AND session_key = ?");

@@ -53,4 +53,20 @@ export const migrations: readonly string[] = [
   CREATE INDEX cursors_pending ON cursors (watcher_key) WHERE notified > acked;
   CREATE INDEX cursors_by_time ON cursors (updated_at_ms);
   `,
+  `
+  -- One upstream link per adopted session: where it lives and how far it has been read.
+  CREATE TABLE upstream_links (
+    agent_id           TEXT    NOT NULL,
+    session_key        TEXT    NOT NULL,
+    catalog_id         TEXT    NOT NULL,
+    host_id            TEXT    NOT NULL,
+    thread_id          TEXT    NOT NULL,
+    source             TEXT    NOT NULL,
+    marker             TEXT    NOT NULL,
+    missed_checks      INTEGER NOT NULL DEFAULT 0,
+    last_scanned_at_ms INTEGER,
+    updated_at_ms      INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, session_key)
+  ) WITHOUT ROWID;
+  `,
 ];

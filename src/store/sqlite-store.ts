@@ -4,10 +4,14 @@ import type { SessionId } from "../model/session-key.js";
 import { applyAck, applyMaterialEvent, isPending, seedCursor } from "../notices/cursor-machine.js";
 import { CursorTables } from "./cursor-tables.js";
 import { EventTables } from "./event-tables.js";
+import { LinkTables } from "./link-tables.js";
 import { openDatabase, type Durability } from "./open-database.js";
 import type {
   AckInput,
   AckOutcome,
+  AdoptInput,
+  LinkRecord,
+  ScanCommit,
   AppendInput,
   AppendOutcome,
   CursorRecord,
@@ -36,6 +40,7 @@ function isWatcherOf(watcherKey: string, session: SessionId): boolean {
 export class SqliteStore implements Store {
   private readonly events: EventTables;
   private readonly cursors: CursorTables;
+  private readonly links: LinkTables;
   private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
   private readonly appendTx;
   private readonly statusTx;
@@ -43,10 +48,13 @@ export class SqliteStore implements Store {
   private readonly pruneTx;
   private readonly watchTx;
   private readonly ackTx;
+  private readonly adoptTx;
+  private readonly scanTx;
 
   private constructor(private readonly db: Database.Database) {
     this.events = new EventTables(db);
     this.cursors = new CursorTables(db);
+    this.links = new LinkTables(db);
     this.appendTx = db.transaction((input: AppendInput) => this.appendInTransaction(input));
     this.statusTx = db.transaction((session: SessionId, changesSince: number | undefined, limit: number) =>
       this.statusInTransaction(session, changesSince, limit),
@@ -55,7 +63,7 @@ export class SqliteStore implements Store {
       const eventsRemoved = this.events.deleteSession(session);
       let cursorsRemoved = this.cursors.removeOfTarget(session);
       if (isWatcherOf(session.key, session)) cursorsRemoved += this.cursors.removeOfWatcher(session.key);
-      return { eventsRemoved, cursorsRemoved, linkRemoved: false };
+      return { eventsRemoved, cursorsRemoved, linkRemoved: this.links.remove(session) };
     });
     this.pruneTx = db.transaction((policy: RetentionPolicy): PruneStep => {
       const eventsRemoved = this.events.pruneEvents(policy.cutoffMs, policy.maxEvents, policy.maxRowsPerStep);
@@ -68,6 +76,8 @@ export class SqliteStore implements Store {
       this.cursors.touch(watcherKey, target, nowMs);
       return { ...existing, updatedAtMs: nowMs };
     });
+    this.adoptTx = db.transaction((input: AdoptInput) => this.adoptInTransaction(input));
+    this.scanTx = db.transaction((scanned: LinkRecord, commit: ScanCommit) => this.scanInTransaction(scanned, commit));
     this.ackTx = db.transaction((acks: readonly AckInput[], nowMs: number) => {
       const changes: PairChange[] = [];
       const outcomes = acks.map((ack): AckOutcome => {
@@ -80,6 +90,46 @@ export class SqliteStore implements Store {
       });
       return { outcomes, changes };
     });
+  }
+
+  /** Appends the `adopted` event and creates or refreshes the link, in one transaction. */
+  private adoptInTransaction(input: AdoptInput) {
+    const appended = this.appendInTransaction(input.adoptedEvent);
+    if (!appended.outcome.recorded) throw new Error("an adopted event is never gated");
+    const wanted = input.link;
+    if (wanted === undefined) return { event: appended.outcome.event, changes: appended.changes };
+    const existing = this.links.get(wanted.session);
+    const sameSource = existing !== undefined && existing.source === wanted.source && existing.threadId === wanted.threadId;
+    const link = this.links.put({
+      ...wanted,
+      marker: sameSource ? existing.marker : wanted.marker,
+      missedChecks: sameSource ? existing.missedChecks : 0,
+      ...(sameSource && existing.lastScannedAtMs !== undefined ? { lastScannedAtMs: existing.lastScannedAtMs } : {}),
+    });
+    return { event: appended.outcome.event, link, changes: appended.changes };
+  }
+
+  /** Applies a scan result if the link is unchanged since the scan began. */
+  private scanInTransaction(scanned: LinkRecord, commit: ScanCommit) {
+    const current = this.links.get(scanned.session);
+    const unchanged =
+      current !== undefined &&
+      current.source === scanned.source &&
+      current.threadId === scanned.threadId &&
+      current.marker === scanned.marker &&
+      current.missedChecks === scanned.missedChecks &&
+      current.updatedAtMs === scanned.updatedAtMs;
+    if (!unchanged) return { committed: false, changes: [] as PairChange[] };
+    let event: StoredEvent | undefined;
+    let changes: PairChange[] = [];
+    if (commit.event !== undefined) {
+      const appended = this.appendInTransaction(commit.event);
+      if (appended.outcome.recorded) event = appended.outcome.event;
+      changes = appended.changes;
+    }
+    if (commit.removeLink === true) this.links.remove(scanned.session);
+    else this.links.recordScan(scanned.session, commit.marker, commit.missedChecks, commit.nowMs);
+    return { committed: true, event, changes };
   }
 
   /** Opens the database file at `path` (see `openDatabase`); the caller must `close()` the store. */
@@ -222,6 +272,30 @@ export class SqliteStore implements Store {
     const { outcomes, changes } = this.ackTx.immediate(acks, nowMs);
     this.announce(changes);
     return outcomes;
+  }
+
+  async adopt(input: AdoptInput): Promise<{ event: StoredEvent; link?: LinkRecord }> {
+    const { changes, ...adopted } = this.adoptTx.immediate(input);
+    this.announce(changes);
+    return adopted;
+  }
+
+  async getLink(session: SessionId): Promise<LinkRecord | undefined> {
+    return this.links.get(session);
+  }
+
+  async listLinks(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<LinkRecord[]> {
+    return this.links.page(filter.agentId, filter.after, filter.limit);
+  }
+
+  async watchedLinks(): Promise<LinkRecord[]> {
+    return this.links.watchedLinks();
+  }
+
+  async commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }> {
+    const { changes, committed, event } = this.scanTx.immediate(scanned, commit);
+    this.announce(changes);
+    return event === undefined ? { committed } : { committed, event };
   }
 
   async pruneStep(policy: RetentionPolicy): Promise<PruneStep> {

@@ -32,6 +32,39 @@ export interface AckOutcome {
   cursor?: CursorRecord;
 }
 
+/** An adopted session's link to its upstream source. */
+export interface LinkRecord {
+  session: SessionId;
+  catalogId: string;
+  hostId: string;
+  threadId: string;
+  /** `file:<resolved path>` or `node:<node id>`. */
+  source: string;
+  /** A byte offset (files) or the newest item's uuid (nodes). */
+  marker: string;
+  /** Consecutive checks that found the source definitely gone. */
+  missedChecks: number;
+  lastScannedAtMs?: number;
+  updatedAtMs: number;
+}
+
+/** An adoption: the `adopted` event, and the link to make (absent when the link was declined). */
+export interface AdoptInput {
+  adoptedEvent: AppendInput;
+  link?: Omit<LinkRecord, "missedChecks" | "lastScannedAtMs">;
+}
+
+/** The durable result of one upstream check, applied only if the link is unchanged since the check began. */
+export interface ScanCommit {
+  marker: string;
+  missedChecks: number;
+  /** An event to append with it (human_direct_message or upstream_missing). */
+  event?: AppendInput;
+  /** Remove the link (after upstream_missing). */
+  removeLink?: boolean;
+  nowMs: number;
+}
+
 /** A validated, normalised event to append. Times are milliseconds since the Unix epoch. */
 export interface AppendInput {
   session: SessionId;
@@ -139,6 +172,22 @@ export interface Store {
    * change is durable. Listeners read the notice itself from the store. Returns the unsubscribe function.
    */
   onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void;
+  /**
+   * Records an adoption: appends the `adopted` event (deduplicated per session) and creates the link, or
+   * refreshes it when the source is the same (keeping its marker and miss streak).
+   */
+  adopt(input: AdoptInput): Promise<{ event: StoredEvent; link?: LinkRecord }>;
+  /** The link of a session, if any. */
+  getLink(session: SessionId): Promise<LinkRecord | undefined>;
+  /** A page of links ordered by (agent id, key), strictly after `after`. */
+  listLinks(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<LinkRecord[]>;
+  /** Links whose session is the target of at least one cursor. */
+  watchedLinks(): Promise<LinkRecord[]>;
+  /**
+   * Applies a scan result in one transaction, if the link still equals `scanned` (same source, marker,
+   * miss streak and update time); otherwise changes nothing and answers `committed: false`.
+   */
+  commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }>;
   /** Runs one bounded retention step. */
   pruneStep(policy: RetentionPolicy): Promise<PruneStep>;
   /** Closes the store, checkpointing its journal. */

@@ -1,0 +1,118 @@
+import type Database from "better-sqlite3";
+import type { SessionId } from "../model/session-key.js";
+import type { LinkRecord } from "./store.js";
+
+interface LinkRow {
+  agent_id: string;
+  session_key: string;
+  catalog_id: string;
+  host_id: string;
+  thread_id: string;
+  source: string;
+  marker: string;
+  missed_checks: number;
+  last_scanned_at_ms: number | null;
+  updated_at_ms: number;
+}
+
+function linkFromRow(row: LinkRow): LinkRecord {
+  const link: LinkRecord = {
+    session: { agentId: row.agent_id, key: row.session_key },
+    catalogId: row.catalog_id,
+    hostId: row.host_id,
+    threadId: row.thread_id,
+    source: row.source,
+    marker: row.marker,
+    missedChecks: row.missed_checks,
+    updatedAtMs: row.updated_at_ms,
+  };
+  if (row.last_scanned_at_ms !== null) link.lastScannedAtMs = row.last_scanned_at_ms;
+  return link;
+}
+
+/** Prepared statements over the `upstream_links` table. Callers own the transactions. */
+export class LinkTables {
+  private readonly one;
+  private readonly upsert;
+  private readonly setScan;
+  private readonly deleteOne;
+  private readonly watched;
+  private readonly pageAll;
+  private readonly pageOfAgent;
+
+  constructor(db: Database.Database) {
+    this.one = db.prepare<[string, string], LinkRow>("SELECT * FROM upstream_links WHERE agent_id = ? AND session_key = ?");
+    this.upsert = db.prepare<[string, string, string, string, string, string, string, number, number | null, number]>(
+      `INSERT INTO upstream_links (agent_id, session_key, catalog_id, host_id, thread_id, source, marker, missed_checks,
+         last_scanned_at_ms, updated_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (agent_id, session_key) DO UPDATE
+       SET catalog_id = excluded.catalog_id, host_id = excluded.host_id, thread_id = excluded.thread_id,
+           source = excluded.source, marker = excluded.marker, missed_checks = excluded.missed_checks,
+           last_scanned_at_ms = excluded.last_scanned_at_ms, updated_at_ms = excluded.updated_at_ms`,
+    );
+    this.setScan = db.prepare<[string, number, number, string, string]>(
+      `UPDATE upstream_links SET marker = ?, missed_checks = ?, last_scanned_at_ms = ?
+       WHERE agent_id = ? AND session_key = ?`,
+    );
+    this.deleteOne = db.prepare<[string, string]>("DELETE FROM upstream_links WHERE agent_id = ? AND session_key = ?");
+    this.watched = db.prepare<[], LinkRow>(
+      `SELECT * FROM upstream_links AS l
+       WHERE EXISTS (SELECT 1 FROM cursors AS c WHERE c.target_agent_id = l.agent_id AND c.target_key = l.session_key)
+       ORDER BY agent_id, session_key`,
+    );
+    this.pageAll = db.prepare<[string, string, number], LinkRow>(
+      "SELECT * FROM upstream_links WHERE (agent_id, session_key) > (?, ?) ORDER BY agent_id, session_key LIMIT ?",
+    );
+    this.pageOfAgent = db.prepare<[string, string, number], LinkRow>(
+      "SELECT * FROM upstream_links WHERE agent_id = ? AND session_key > ? ORDER BY session_key LIMIT ?",
+    );
+  }
+
+  /** The link of a session, if any. */
+  get(session: SessionId): LinkRecord | undefined {
+    const row = this.one.get(session.agentId, session.key);
+    return row === undefined ? undefined : linkFromRow(row);
+  }
+
+  /** Creates or replaces a session's link. */
+  put(link: LinkRecord): LinkRecord {
+    this.upsert.run(
+      link.session.agentId,
+      link.session.key,
+      link.catalogId,
+      link.hostId,
+      link.threadId,
+      link.source,
+      link.marker,
+      link.missedChecks,
+      link.lastScannedAtMs ?? null,
+      link.updatedAtMs,
+    );
+    return link;
+  }
+
+  /** Records a scan: the new marker, the miss streak and the scan time. */
+  recordScan(session: SessionId, marker: string, missedChecks: number, scannedAtMs: number): void {
+    this.setScan.run(marker, missedChecks, scannedAtMs, session.agentId, session.key);
+  }
+
+  /** Removes a session's link; true when there was one. */
+  remove(session: SessionId): boolean {
+    return this.deleteOne.run(session.agentId, session.key).changes > 0;
+  }
+
+  /** Links whose session is the target of at least one cursor. */
+  watchedLinks(): LinkRecord[] {
+    return this.watched.all().map(linkFromRow);
+  }
+
+  /** A page of links ordered by (agent id, key), strictly after `after`. */
+  page(agentId: string | undefined, after: SessionId | undefined, limit: number): LinkRecord[] {
+    const rows =
+      agentId === undefined
+        ? this.pageAll.all(after?.agentId ?? "", after?.key ?? "", limit)
+        : this.pageOfAgent.all(agentId, after !== undefined && after.agentId === agentId ? after.key : "", limit);
+    return rows.map(linkFromRow);
+  }
+}

@@ -1,0 +1,257 @@
+import { createHash } from "node:crypto";
+import { stat } from "node:fs/promises";
+import type { Clock } from "../clock.js";
+import { ServiceError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { clampEventTime, type EventPayload, type StoredEvent } from "../model/event.js";
+import type { SessionId } from "../model/session-key.js";
+import type { AppendInput, LinkRecord, ScanCommit, Store } from "../store/store.js";
+import type { SessionActivity } from "./session-activity.js";
+import { classifyTranscriptLine, isSyntheticText } from "./transcript-classifier.js";
+import { readCompleteLines } from "./transcript-reader.js";
+
+/** Consecutive definite misses after which a link's source counts as gone. */
+export const missesBeforeGone = 3;
+/** Most items one paired-node report may hold. */
+export const maxRemoteItems = 50;
+
+/** Link sources: local transcript files and paired-node threads. */
+export const fileSourcePrefix = "file:";
+export const nodeSourcePrefix = "node:";
+
+/** Monitor settings. */
+export interface MonitorSettings {
+  firstTickDelayMs: number;
+  tickIntervalMs: number;
+  maxLineBytes: number;
+  syntheticPrefixes: readonly string[];
+}
+
+/** What one tick did. */
+export interface TickReport {
+  linksScanned: number;
+  eventsRecorded: number;
+  /** Links whose marker is held at a line longer than the limit. */
+  linksHeld: number;
+}
+
+/** One item of a paired-node thread, newest first in a report. */
+export interface RemoteItem {
+  uuid: string;
+  kind: "user_message" | "agent_message" | "tool" | "other" | "unspecified";
+  text: string;
+  occurredAtMs?: number;
+}
+
+/** What a check of one link found. */
+type ScanFinding =
+  | { kind: "read"; marker: string; humanTurns: number; newestHumanAtMs: number }
+  | { kind: "gone" }
+  | { kind: "inconclusive" };
+
+function dedupeKeyOf(...parts: string[]): string {
+  return `upstream:${createHash("sha256").update(parts.join("\u0000"), "utf8").digest("hex")}`;
+}
+
+/**
+ * Watches the upstream sources of adopted sessions for direct human activity (SPEC §8). Ticks run one at
+ * a time: on a timer (first after `firstTickDelayMs`, then every `tickIntervalMs`) and on demand. Only
+ * links of watched sessions are read; sessions with an active run are skipped, and a scan is thrown away
+ * if a run started or the link changed while it ran.
+ */
+export class UpstreamMonitor {
+  private queue: Promise<unknown> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  /** Total lines over the limit seen, for metrics. */
+  oversizedLines = 0;
+
+  constructor(
+    private readonly store: Store,
+    private readonly activity: SessionActivity,
+    private readonly clock: Clock,
+    private readonly settings: MonitorSettings,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts the timer. Timers never keep the process alive. */
+  start(): void {
+    const schedule = (delayMs: number): void => {
+      this.timer = setTimeout(() => {
+        this.tick()
+          .catch((err: unknown) => this.log.error({ err }, "monitor tick failed"))
+          .finally(() => {
+            if (!this.stopped) schedule(this.settings.tickIntervalMs);
+          });
+      }, delayMs);
+      this.timer.unref();
+    };
+    schedule(this.settings.firstTickDelayMs);
+  }
+
+  /** Stops the timer and waits for a tick in progress. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    await this.queue;
+  }
+
+  /** Runs one tick after any tick in progress. */
+  tick(): Promise<TickReport> {
+    const run = this.queue.then(() => this.scanWatchedLinks());
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async scanWatchedLinks(): Promise<TickReport> {
+    const report: TickReport = { linksScanned: 0, eventsRecorded: 0, linksHeld: 0 };
+    for (const link of await this.store.watchedLinks()) {
+      if (this.stopped) break;
+      if (!link.source.startsWith(fileSourcePrefix) || this.activity.isRunActive(link.session)) continue;
+      try {
+        const outcome = await this.scanLocalLink(link);
+        if (outcome === "discarded") continue;
+        report.linksScanned++;
+        if (outcome.recorded) report.eventsRecorded++;
+        if (outcome.held) report.linksHeld++;
+      } catch (err) {
+        this.log.error({ err, agentId: link.session.agentId }, "upstream scan failed");
+      }
+    }
+    return report;
+  }
+
+  private async scanLocalLink(link: LinkRecord): Promise<"discarded" | { recorded: boolean; held: boolean }> {
+    const runStarts = this.activity.runStarts(link.session);
+    const path = link.source.slice(fileSourcePrefix.length);
+    const offset = Number(link.marker);
+    let finding: ScanFinding;
+    let held = false;
+    try {
+      const info = await stat(path);
+      if (!info.isFile()) {
+        finding = { kind: "inconclusive" };
+      } else if (info.size <= offset) {
+        finding = { kind: "read", marker: link.marker, humanTurns: 0, newestHumanAtMs: 0 };
+      } else {
+        let humanTurns = 0;
+        let newestHumanAtMs = Number.NEGATIVE_INFINITY;
+        const read = await readCompleteLines(path, offset, this.settings.maxLineBytes, (line) => {
+          const verdict = classifyTranscriptLine(line.toString("utf8"), this.settings.syntheticPrefixes);
+          if (!verdict.human || this.activity.isOwnEcho(link.session, verdict.text)) return;
+          humanTurns++;
+          newestHumanAtMs = Math.max(newestHumanAtMs, verdict.timestampMs ?? info.mtimeMs);
+        });
+        if (read.oversizedLineAt !== undefined) {
+          held = true;
+          this.oversizedLines++;
+          this.log.warn(
+            { agentId: link.session.agentId, offset: read.oversizedLineAt, maxLineBytes: this.settings.maxLineBytes },
+            "transcript line longer than the limit: holding this link's marker",
+          );
+        }
+        finding = { kind: "read", marker: String(read.endOffset), humanTurns, newestHumanAtMs };
+      }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+        finding = { kind: "gone" };
+      } else {
+        this.log.warn({ err, agentId: link.session.agentId }, "upstream check inconclusive");
+        finding = { kind: "inconclusive" };
+      }
+    }
+    // A run that started while the file was read may have written its own turns: read again next tick.
+    if (this.activity.isRunActive(link.session) || this.activity.runStarts(link.session) !== runStarts) return "discarded";
+    const committed = await this.store.commitScan(link, this.commitOf(link, finding));
+    if (!committed.committed) return "discarded";
+    return { recorded: committed.event !== undefined, held };
+  }
+
+  /** Turns a finding into the durable change: an event (if any), the new marker and the miss streak. */
+  private commitOf(link: LinkRecord, finding: ScanFinding): ScanCommit {
+    const nowMs = this.clock.nowMs();
+    switch (finding.kind) {
+      case "read": {
+        const commit: ScanCommit = { marker: finding.marker, missedChecks: 0, nowMs };
+        if (finding.humanTurns > 0) {
+          const payload: EventPayload = { catalogId: link.catalogId };
+          if (link.hostId !== "") payload.hostId = link.hostId;
+          if (finding.humanTurns > 1) payload.turns = finding.humanTurns;
+          commit.event = this.eventFor(link, {
+            kind: "human_direct_message",
+            actorType: "human",
+            summary: `human message via ${link.catalogId}`,
+            occurredAtMs: clampEventTime(finding.newestHumanAtMs, nowMs),
+            payload,
+            dedupeKey: dedupeKeyOf(link.session.agentId, link.session.key, link.source, finding.marker),
+            nowMs,
+          });
+        }
+        return commit;
+      }
+      case "gone": {
+        const missedChecks = link.missedChecks + 1;
+        if (missedChecks < missesBeforeGone) return { marker: link.marker, missedChecks, nowMs };
+        return {
+          marker: link.marker,
+          missedChecks,
+          removeLink: true,
+          nowMs,
+          event: this.eventFor(link, {
+            kind: "upstream_missing",
+            actorType: "system",
+            summary: `upstream missing via ${link.catalogId}`,
+            occurredAtMs: nowMs,
+            payload: { catalogId: link.catalogId, ...(link.hostId === "" ? {} : { hostId: link.hostId }) },
+            dedupeKey: dedupeKeyOf("missing", link.session.agentId, link.session.key, link.source, String(link.updatedAtMs)),
+            nowMs,
+          }),
+        };
+      }
+      case "inconclusive":
+        return { marker: link.marker, missedChecks: 0, nowMs };
+      default: {
+        const never: never = finding;
+        throw new Error(`unknown finding ${String(never)}`);
+      }
+    }
+  }
+
+  private eventFor(
+    link: LinkRecord,
+    event: Omit<AppendInput, "session" | "notifyWatcherKeys" | "onlyIfWatched">,
+  ): AppendInput {
+    return { ...event, session: link.session, notifyWatcherKeys: [], onlyIfWatched: false };
+  }
+
+  /**
+   * Classifies a page of a paired-node thread (newest first): the items newer than the link's marker that
+   * are user messages, not synthetic and not the gateway's own echo, are human turns. Records them like a
+   * local scan and moves the marker to the newest item. A page whose newest item has no uuid, or a
+   * session with an active run, changes nothing. FAILED_PRECONDITION when the session has no paired-node link.
+   */
+  async reportRemoteItems(session: SessionId, items: readonly RemoteItem[]): Promise<{ humanTurns: number; event?: StoredEvent }> {
+    const link = await this.store.getLink(session);
+    if (link === undefined || !link.source.startsWith(nodeSourcePrefix)) {
+      throw new ServiceError("FAILED_PRECONDITION", "session: has no paired-node upstream link (adopt it with paired_node first)");
+    }
+    const newest = items[0];
+    if (newest === undefined || newest.uuid === "" || this.activity.isRunActive(session)) return { humanTurns: 0 };
+    const seen = items.findIndex((item) => item.uuid === link.marker);
+    const fresh = seen === -1 ? items : items.slice(0, seen);
+    const nowMs = this.clock.nowMs();
+    const human = fresh.filter(
+      (item) =>
+        item.kind === "user_message" &&
+        !isSyntheticText(item.text, this.settings.syntheticPrefixes) &&
+        !this.activity.isOwnEcho(session, item.text),
+    );
+    const newestHumanAtMs = Math.max(...human.map((item) => item.occurredAtMs ?? nowMs));
+    const committed = await this.store.commitScan(
+      link,
+      this.commitOf(link, { kind: "read", marker: newest.uuid, humanTurns: human.length, newestHumanAtMs }),
+    );
+    if (!committed.committed) throw new ServiceError("UNAVAILABLE", "the upstream link changed during the report; retry");
+    return committed.event === undefined ? { humanTurns: human.length } : { humanTurns: human.length, event: committed.event };
+  }
+}
