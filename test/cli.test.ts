@@ -70,12 +70,16 @@ describe("sessionstate serve", () => {
   test("bad settings are all reported at once, with exit code 2", async () => {
     const result = await runCli(["serve", "--listen", "nowhere", "--durability", "maybe", "--retention-days", "0"], {
       SESSIONSTATE_MAX_EVENTS: "-5",
+      SESSIONSTATE_TRANSCRIPT_ROOT: "/no/such/folder",
+      SESSIONSTATE_SYNTHETIC_PREFIXES: "[1, 2]",
     });
     assert.equal(result.code, 2);
     assert.match(result.stderr, /--listen: must be HOST:PORT/);
     assert.match(result.stderr, /--durability: must be one of normal, full/);
     assert.match(result.stderr, /--retention-days: must be a whole number from 1/);
     assert.match(result.stderr, /SESSIONSTATE_MAX_EVENTS: must be a whole number/);
+    assert.match(result.stderr, /SESSIONSTATE_TRANSCRIPT_ROOT: must be an existing directory/);
+    assert.match(result.stderr, /SESSIONSTATE_SYNTHETIC_PREFIXES: must be a JSON array of non-empty strings/);
   });
 
   test("an unknown flag or command is a usage error", async () => {
