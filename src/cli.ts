@@ -71,6 +71,13 @@ async function serve(args: readonly string[]): Promise<number> {
     };
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
+    process.on("SIGHUP", () => {
+      try {
+        logger.info({ tokens: server.reloadTokens() }, "tokens file reloaded");
+      } catch (err) {
+        logger.error({ err }, "tokens file reload failed; keeping the previous tokens");
+      }
+    });
   });
 }
 

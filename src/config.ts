@@ -1,7 +1,9 @@
-import { realpathSync, statSync } from "node:fs";
+import { readFileSync, realpathSync, statSync } from "node:fs";
+import { isIP } from "node:net";
 import { parseArgs } from "node:util";
 import { logLevels, type LogLevel } from "./logger.js";
 import type { Durability } from "./store/open-database.js";
+import { TokenRegistry } from "./rpc/tokens.js";
 import { defaultSyntheticPrefixes } from "./upstream/transcript-classifier.js";
 
 /** Every setting of `sessionstate serve`. */
@@ -26,6 +28,19 @@ export interface Config {
   maxLineBytes: number;
   /** Text prefixes of user rows that no person typed. */
   syntheticPrefixes: readonly string[];
+  /** Bearer tokens file; undefined turns authentication off (then only loopback may be bound). */
+  tokensFile: string | undefined;
+  /** TLS key material (PEM); undefined serves plaintext. A client CA turns on mutual TLS. */
+  tls: { certPem: Buffer; keyPem: Buffer; clientCaPem?: Buffer } | undefined;
+  /** Allows a non-loopback address without TLS and auth. Dangerous; logged loudly. */
+  insecureBind: boolean;
+  /** Prometheus listener; undefined: off. */
+  metricsListen: { host: string; port: number } | undefined;
+  /** Largest request message accepted. */
+  maxRequestBytes: number;
+  /** Most server streams open at once on one connection, and in total. */
+  maxStreamsPerConnection: number;
+  maxStreams: number;
 }
 
 /** The defaults: a database under ./data, loopback only. */
@@ -41,6 +56,13 @@ export const defaultConfig: Readonly<Config> = {
   monitorIntervalMs: 60_000,
   maxLineBytes: 16 * 1024 * 1024,
   syntheticPrefixes: defaultSyntheticPrefixes,
+  tokensFile: undefined,
+  tls: undefined,
+  insecureBind: false,
+  metricsListen: undefined,
+  maxRequestBytes: 1024 * 1024,
+  maxStreamsPerConnection: 100,
+  maxStreams: 10_000,
 };
 
 /** Thrown when settings are invalid; lists every problem at once. */
@@ -62,11 +84,31 @@ const settings = {
   "monitor-interval-ms": { env: "SESSIONSTATE_MONITOR_INTERVAL_MS" },
   "max-line-bytes": { env: "SESSIONSTATE_MAX_LINE_BYTES" },
   "synthetic-prefixes": { env: "SESSIONSTATE_SYNTHETIC_PREFIXES" },
+  "tokens-file": { env: "SESSIONSTATE_TOKENS_FILE" },
+  "tls-cert": { env: "SESSIONSTATE_TLS_CERT" },
+  "tls-key": { env: "SESSIONSTATE_TLS_KEY" },
+  "tls-client-ca": { env: "SESSIONSTATE_TLS_CLIENT_CA" },
+  "metrics-listen": { env: "SESSIONSTATE_METRICS_LISTEN" },
+  "max-request-bytes": { env: "SESSIONSTATE_MAX_REQUEST_BYTES" },
+  "max-streams-per-connection": { env: "SESSIONSTATE_MAX_STREAMS_PER_CONNECTION" },
+  "max-streams": { env: "SESSIONSTATE_MAX_STREAMS" },
 } as const;
 type SettingName = keyof typeof settings;
 
+const insecureBindEnv = "SESSIONSTATE_INSECURE_BIND";
+
 /** The flags and environment variables `serve` understands, for usage text. */
-export const settingNames = Object.entries(settings).map(([flag, { env }]) => `--${flag} (${env})`);
+export const settingNames = [
+  ...Object.entries(settings).map(([flag, { env }]) => `--${flag} (${env})`),
+  `--insecure-bind (${insecureBindEnv}=1)`,
+];
+
+/** True for addresses that only this machine can reach. */
+export function isLoopbackHost(host: string): boolean {
+  if (host === "localhost") return true;
+  if (isIP(host) === 4) return host.startsWith("127.");
+  return host === "::1";
+}
 
 /**
  * Builds the configuration from `serve` flags and SESSIONSTATE_* environment variables (flags win over
@@ -74,9 +116,12 @@ export const settingNames = Object.entries(settings).map(([flag, { env }]) => `-
  */
 export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Config {
   const problems: string[] = [];
-  let flags: Partial<Record<SettingName, string>> = {};
+  let flags: Partial<Record<SettingName, string>> & { "insecure-bind"?: boolean } = {};
   try {
-    const options = Object.fromEntries(Object.keys(settings).map((name) => [name, { type: "string" as const }]));
+    const options = {
+      ...Object.fromEntries(Object.keys(settings).map((name) => [name, { type: "string" as const }])),
+      "insecure-bind": { type: "boolean" as const },
+    };
     flags = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values as typeof flags;
   } catch (err) {
     problems.push((err as Error).message);
@@ -120,7 +165,47 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
     monitorIntervalMs: integer("monitor-interval-ms", defaultConfig.monitorIntervalMs, 100, 86_400_000),
     maxLineBytes: integer("max-line-bytes", defaultConfig.maxLineBytes, 1024, 1024 * 1024 * 1024),
     syntheticPrefixes: defaultConfig.syntheticPrefixes,
+    tokensFile: raw("tokens-file")?.value,
+    tls: undefined,
+    insecureBind: flags["insecure-bind"] === true || ["1", "true"].includes(env[insecureBindEnv] ?? ""),
+    metricsListen: undefined,
+    maxRequestBytes: integer("max-request-bytes", defaultConfig.maxRequestBytes, 1024, 64 * 1024 * 1024),
+    maxStreamsPerConnection: integer("max-streams-per-connection", defaultConfig.maxStreamsPerConnection, 1, 100_000),
+    maxStreams: integer("max-streams", defaultConfig.maxStreams, 1, 1_000_000),
   };
+  const readPem = (name: SettingName): Buffer | undefined => {
+    const setting = raw(name);
+    if (setting === undefined) return undefined;
+    try {
+      return readFileSync(setting.value);
+    } catch {
+      problems.push(`${setting.source}: cannot read "${setting.value}"`);
+      return undefined;
+    }
+  };
+  const certPem = readPem("tls-cert");
+  const keyPem = readPem("tls-key");
+  const clientCaPem = readPem("tls-client-ca");
+  if ((raw("tls-cert") === undefined) !== (raw("tls-key") === undefined)) {
+    problems.push("--tls-cert and --tls-key: give both or neither");
+  } else if (raw("tls-client-ca") !== undefined && raw("tls-cert") === undefined) {
+    problems.push("--tls-client-ca: needs --tls-cert and --tls-key");
+  }
+  if (certPem !== undefined && keyPem !== undefined) config.tls = clientCaPem === undefined ? { certPem, keyPem } : { certPem, keyPem, clientCaPem };
+  const tokensFile = raw("tokens-file");
+  if (tokensFile !== undefined) {
+    try {
+      new TokenRegistry(tokensFile.value);
+    } catch (err) {
+      problems.push(`${tokensFile.source}: ${(err as Error).message}`);
+    }
+  }
+  const metrics = raw("metrics-listen");
+  if (metrics !== undefined) {
+    const address = parseHostPort(metrics.value);
+    if (address === undefined) problems.push(`${metrics.source}: must be HOST:PORT with a port from 0 to 65535 (got "${metrics.value}")`);
+    else config.metricsListen = address;
+  }
   const root = raw("transcript-root");
   if (root !== undefined) {
     try {
@@ -149,6 +234,11 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
     else [config.listenHost, config.listenPort] = [address.host, address.port];
   }
   if (config.dbPath.trim() === "") problems.push("--db: must not be empty");
+  if (!isLoopbackHost(config.listenHost) && !config.insecureBind && (config.tls === undefined || config.tokensFile === undefined)) {
+    problems.push(
+      `--listen: ${config.listenHost} is not a loopback address, so it needs TLS (--tls-cert, --tls-key) and authentication (--tokens-file); --insecure-bind overrides this`,
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

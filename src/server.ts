@@ -5,20 +5,22 @@ import { file_sessionstate_v1_signal_log, SignalLog } from "../gen/sessionstate/
 import { file_sessionstate_v1_upstream, Upstream } from "../gen/sessionstate/v1/upstream_pb.js";
 import { file_sessionstate_v1_watch, Watch } from "../gen/sessionstate/v1/watch_pb.js";
 import { systemClock, type Clock } from "./clock.js";
-import { formatHostPort, type Config } from "./config.js";
+import { formatHostPort, isLoopbackHost, type Config } from "./config.js";
 import type { Logger } from "./logger.js";
+import { Metrics, serveMetrics } from "./metrics.js";
 import { NoticeHub } from "./notices/notice-hub.js";
 import { HealthState } from "./rpc/health.js";
 import { addReflection } from "./rpc/reflection.js";
 import { RpcEdge } from "./rpc/rpc-edge.js";
+import { TokenRegistry } from "./rpc/tokens.js";
 import { reconcileHandlers } from "./services/reconcile.js";
 import { signalLogHandlers } from "./services/signal-log.js";
 import { upstreamHandlers } from "./services/upstream.js";
 import { watchHandlers } from "./services/watch.js";
 import { Retention } from "./store/retention.js";
+import { SqliteStore } from "./store/sqlite-store.js";
 import { SessionActivity } from "./upstream/session-activity.js";
 import { UpstreamMonitor } from "./upstream/upstream-monitor.js";
-import { SqliteStore } from "./store/sqlite-store.js";
 
 const dayMs = 24 * 60 * 60 * 1000;
 const pruneIntervalMs = 60 * 60 * 1000;
@@ -33,8 +35,12 @@ export interface RunningServer {
   readonly port: number;
   /** `host:port` as bound. */
   readonly address: string;
+  /** The metrics listener's port, when metrics are on. */
+  readonly metricsPort: number | undefined;
   /** Server streams currently open. */
   openStreams(): number;
+  /** Re-reads the tokens file (SIGHUP); keeps the old tokens and throws if the file is bad. */
+  reloadTokens(): number;
   /** Graceful stop: NOT_SERVING, streams ended with UNAVAILABLE, calls drained (up to a grace period), db closed. */
   close(): Promise<void>;
 }
@@ -45,20 +51,38 @@ export interface ServerOptions {
   clock?: Clock;
 }
 
+function credentialsOf(config: Config): ServerCredentials {
+  const tls = config.tls;
+  if (tls === undefined) return ServerCredentials.createInsecure();
+  return ServerCredentials.createSsl(
+    tls.clientCaPem ?? null,
+    [{ private_key: tls.keyPem, cert_chain: tls.certPem }],
+    tls.clientCaPem !== undefined,
+  );
+}
+
 /**
  * Opens the database, builds the services and starts serving. Throws `DatabaseInUseError` when another
  * process owns the database, and the bind error when the address is taken.
  */
 export async function startServer(config: Config, { logger, clock = systemClock }: ServerOptions): Promise<RunningServer> {
   const log = logger.child({ component: "server" });
+  const tokens = config.tokensFile === undefined ? undefined : new TokenRegistry(config.tokensFile);
   const store = SqliteStore.open(config.dbPath, config.durability);
+  let edge: RpcEdge | undefined;
+  const metrics = new Metrics({
+    openStreams: () => edge?.openStreams ?? 0,
+    pendingNotices: () => store.countPendingNotices(),
+    databasePath: config.dbPath,
+  });
   const retention = new Retention(
     store,
     clock,
     { retentionMs: config.retentionDays * dayMs, maxEvents: config.maxEvents, maxRowsPerStep: pruneRowsPerStep },
     logger.child({ component: "retention" }),
+    metrics,
   );
-  const hub = new NoticeHub(store, logger.child({ component: "notices" }));
+  const hub = new NoticeHub(store, logger.child({ component: "notices" }), metrics);
   hub.start();
   const activity = new SessionActivity();
   const monitor = new UpstreamMonitor(
@@ -72,21 +96,30 @@ export async function startServer(config: Config, { logger, clock = systemClock 
       syntheticPrefixes: config.syntheticPrefixes,
     },
     logger.child({ component: "upstream" }),
+    metrics,
   );
   const server = new Server({
     // Find dead peers: ping after a minute of silence, give up after 20 s without an answer.
     "grpc.keepalive_time_ms": 60_000,
     "grpc.keepalive_timeout_ms": 20_000,
-    "grpc.max_receive_message_length": 1024 * 1024,
+    // Rotate connections hourly, so long-lived streams move between servers; clients resume.
+    "grpc.max_connection_age_ms": 60 * 60 * 1000,
+    "grpc.max_connection_age_grace_ms": 5 * 60 * 1000,
+    "grpc.max_receive_message_length": config.maxRequestBytes,
   });
-  const edge = new RpcEdge(server, logger.child({ component: "rpc" }));
+  edge = new RpcEdge(server, logger.child({ component: "rpc" }), {
+    authenticate: tokens === undefined ? undefined : (token) => tokens.authenticate(token),
+    maxStreamsPerConnection: config.maxStreamsPerConnection,
+    maxStreams: config.maxStreams,
+    observe: (method, code, seconds) => metrics.observeCall(method, code, seconds),
+  });
   const services = [SignalLog, Watch, Reconcile, Upstream];
   const health = new HealthState(services.map((service) => service.typeName));
-  edge.addService(SignalLog, signalLogHandlers({ store, clock, retention, activity }));
-  edge.addService(Watch, watchHandlers({ store, hub, clock }));
+  edge.addService(SignalLog, signalLogHandlers({ store, clock, retention, activity, metrics }));
+  edge.addService(Watch, watchHandlers({ store, hub, clock, metrics }));
   edge.addService(Reconcile, reconcileHandlers({ store }));
   edge.addService(Upstream, upstreamHandlers({ store, monitor, activity, clock, transcriptRoot: config.transcriptRoot }));
-  edge.addService(Health, health.handlers());
+  edge.addService(Health, health.handlers(), { isPublic: true });
   addReflection(server, [
     file_sessionstate_v1_signal_log,
     file_sessionstate_v1_watch,
@@ -96,23 +129,43 @@ export async function startServer(config: Config, { logger, clock = systemClock 
   ]);
 
   let port: number;
+  let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   try {
     port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(formatHostPort(config.listenHost, config.listenPort), ServerCredentials.createInsecure(), (err, bound) =>
+      server.bindAsync(formatHostPort(config.listenHost, config.listenPort), credentialsOf(config), (err, bound) =>
         err === null ? resolve(bound) : reject(err),
       );
     });
+    if (config.metricsListen !== undefined) {
+      metricsServer = await serveMetrics(metrics, config.metricsListen.host, config.metricsListen.port);
+    }
   } catch (err) {
     server.forceShutdown();
     hub.stop();
     await store.close();
     throw err;
   }
+  if (!isLoopbackHost(config.listenHost) && (config.tls === undefined || tokens === undefined)) {
+    log.warn(
+      { address: config.listenHost, tls: config.tls !== undefined, auth: tokens !== undefined },
+      "INSECURE: serving a non-loopback address without TLS and authentication (--insecure-bind)",
+    );
+  }
   health.setServing(true);
   retention.start(pruneIntervalMs);
   monitor.start();
   const address = formatHostPort(config.listenHost, port);
-  log.info({ address, db: config.dbPath, durability: config.durability }, "serving");
+  log.info(
+    {
+      address,
+      db: config.dbPath,
+      durability: config.durability,
+      tls: config.tls === undefined ? "off" : config.tls.clientCaPem === undefined ? "on" : "mutual",
+      auth: tokens === undefined ? "off" : "tokens",
+      metricsPort: metricsServer?.port,
+    },
+    "serving",
+  );
 
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
@@ -133,13 +186,25 @@ export async function startServer(config: Config, { logger, clock = systemClock 
     hub.stop();
     await monitor.stop();
     await retention.stop();
+    if (metricsServer !== undefined) {
+      const http = metricsServer.server;
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        http.closeAllConnections();
+      });
+    }
     await store.close();
     log.info("stopped");
   };
   return {
     port,
     address,
+    metricsPort: metricsServer?.port,
     openStreams: () => edge.openStreams,
+    reloadTokens: () => {
+      if (tokens === undefined) return 0;
+      return tokens.reload();
+    },
     close: () => (closing ??= close()),
   };
 }

@@ -1,4 +1,5 @@
 import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
 import type { PairChange, Store } from "../store/store.js";
 import { isPending } from "./cursor-machine.js";
 import { noticeFromCursor, type Notice } from "./notice.js";
@@ -76,6 +77,7 @@ export class NoticeHub {
   constructor(
     private readonly store: Store,
     private readonly log: Logger,
+    private readonly metrics?: Metrics,
   ) {}
 
   /** Starts listening to the store's feed. */
@@ -116,6 +118,7 @@ export class NoticeHub {
     this.register(sub);
     try {
       const send = async (item: NoticeStreamItem): Promise<void> => {
+        if ("notice" in item) this.metrics?.noticesDelivered.inc();
         if (!sink.send(item)) await sink.drained();
       };
       let pendingDelivered = 0;

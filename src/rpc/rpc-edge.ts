@@ -3,6 +3,7 @@ import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2
 import {
   status as GrpcStatus,
   type Server,
+  type Metadata,
   type ServerUnaryCall,
   type ServerWritableStream,
   type StatusObject,
@@ -10,6 +11,7 @@ import {
   type sendUnaryData,
 } from "@grpc/grpc-js";
 import type { Logger } from "../logger.js";
+import type { Principal } from "../model/principal.js";
 import {
   grpcServiceDefinition,
   methodPath,
@@ -25,6 +27,34 @@ type Status = Pick<StatusObject, "code" | "details">;
 
 const shuttingDown: Status = { code: GrpcStatus.UNAVAILABLE, details: "server is shutting down; retry later" };
 
+/** Options of the edge: authentication, stream limits and call observation. */
+export interface RpcEdgeOptions {
+  /** Resolves a bearer token to its principal (`undefined`: unknown). Absent: authentication is off. */
+  authenticate?: (token: string) => Principal | undefined;
+  /** Most server streams open at once on one connection. */
+  maxStreamsPerConnection: number;
+  /** Most server streams open at once in total. */
+  maxStreams: number;
+  /** Called when a call ends, with its gRPC status code and duration. */
+  observe?: (method: string, code: GrpcStatus, seconds: number) => void;
+}
+
+/** The principal of a call, or a refusal. Public services and a server without auth have no principal. */
+function authenticateCall(
+  metadata: Metadata,
+  authenticate: RpcEdgeOptions["authenticate"],
+): { principal: Principal | undefined } | { status: Status } {
+  if (authenticate === undefined) return { principal: undefined };
+  const header = metadata.get("authorization")[0];
+  const match = typeof header === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  if (match === null) {
+    return { status: { code: GrpcStatus.UNAUTHENTICATED, details: "missing bearer token (send metadata authorization: Bearer <token>)" } };
+  }
+  const principal = authenticate(match[1]!);
+  if (principal === undefined) return { status: { code: GrpcStatus.UNAUTHENTICATED, details: "unknown bearer token" } };
+  return { principal };
+}
+
 function encode<O extends DescMessage>(schema: O, init: MessageInitShape<O>): Buffer {
   const bytes = toBinary(schema, create(schema, init));
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -37,11 +67,13 @@ function encode<O extends DescMessage>(schema: O, init: MessageInitShape<O>): Bu
  */
 export class RpcEdge {
   private readonly streamClosers = new Set<() => void>();
+  private readonly streamsByPeer = new Map<string, number>();
   private closing = false;
 
   constructor(
     private readonly server: Server,
     private readonly log: Logger,
+    private readonly options: RpcEdgeOptions,
   ) {}
 
   /** Number of server streams currently open. */
@@ -49,19 +81,24 @@ export class RpcEdge {
     return this.streamClosers.size;
   }
 
-  /** Registers a generated service with its handlers. */
-  addService<S extends GenServiceMethods>(service: GenService<S>, handlers: ServiceHandlers<S>): void {
+  /**
+   * Registers a generated service with its handlers. A `public` service (health) needs no credentials
+   * even when authentication is on.
+   */
+  addService<S extends GenServiceMethods>(service: GenService<S>, handlers: ServiceHandlers<S>, { isPublic = false } = {}): void {
+    const authenticate = isPublic ? undefined : this.options.authenticate;
     const implementation: UntypedServiceImplementation = {};
     for (const method of Object.values(service.method) as DescMethod[]) {
       const handler = (handlers as Record<string, unknown>)[method.localName];
       switch (method.methodKind) {
         case "unary":
-          implementation[method.localName] = this.wrapUnary(method, handler as UnaryHandler<DescMessage, DescMessage>);
+          implementation[method.localName] = this.wrapUnary(method, handler as UnaryHandler<DescMessage, DescMessage>, authenticate);
           break;
         case "server_streaming":
           implementation[method.localName] = this.wrapServerStream(
             method,
             handler as ServerStreamHandler<DescMessage, DescMessage>,
+            authenticate,
           );
           break;
         case "client_streaming":
@@ -95,10 +132,21 @@ export class RpcEdge {
     }
   }
 
-  private wrapUnary(method: DescMethod, handler: UnaryHandler<DescMessage, DescMessage>) {
+  private wrapUnary(
+    method: DescMethod,
+    handler: UnaryHandler<DescMessage, DescMessage>,
+    authenticate: RpcEdgeOptions["authenticate"],
+  ) {
     const path = methodPath(method);
-    return (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>): void => {
+    return (call: ServerUnaryCall<Buffer, Buffer>, rawCallback: sendUnaryData<Buffer>): void => {
+      const started = performance.now();
+      const callback: sendUnaryData<Buffer> = (err, value) => {
+        this.options.observe?.(path, err === null ? GrpcStatus.OK : (err.code ?? GrpcStatus.UNKNOWN), (performance.now() - started) / 1000);
+        rawCallback(err, value);
+      };
       if (this.closing) return callback(shuttingDown);
+      const auth = authenticateCall(call.metadata, authenticate);
+      if ("status" in auth) return callback(auth.status);
       const decoded = this.decode(method, call.request);
       if ("status" in decoded) return callback(decoded.status);
       // grpc-js reports 'cancelled' at the end of every call, and aborting builds a DOMException: create
@@ -111,6 +159,7 @@ export class RpcEdge {
       });
       const context: CallContext = {
         method: path,
+        principal: auth.principal,
         get signal() {
           if (abort === undefined) {
             abort = new AbortController();
@@ -129,42 +178,63 @@ export class RpcEdge {
     };
   }
 
-  private wrapServerStream(method: DescMethod, handler: ServerStreamHandler<DescMessage, DescMessage>) {
+  private wrapServerStream(
+    method: DescMethod,
+    handler: ServerStreamHandler<DescMessage, DescMessage>,
+    authenticate: RpcEdgeOptions["authenticate"],
+  ) {
     const path = methodPath(method);
     return (call: ServerWritableStream<Buffer, Buffer>): void => {
-      if (this.closing) {
-        call.emit("error", shuttingDown);
-        return;
-      }
+      const started = performance.now();
+      const refuse = (status: Status): void => {
+        this.options.observe?.(path, status.code, (performance.now() - started) / 1000);
+        call.emit("error", status);
+      };
+      if (this.closing) return refuse(shuttingDown);
+      const auth = authenticateCall(call.metadata, authenticate);
+      if ("status" in auth) return refuse(auth.status);
       const decoded = this.decode(method, call.request);
-      if ("status" in decoded) {
-        call.emit("error", decoded.status);
-        return;
+      if ("status" in decoded) return refuse(decoded.status);
+      const peer = call.getPeer();
+      const onPeer = this.streamsByPeer.get(peer) ?? 0;
+      if (onPeer >= this.options.maxStreamsPerConnection) {
+        return refuse({
+          code: GrpcStatus.RESOURCE_EXHAUSTED,
+          details: `too many open streams on this connection (limit ${this.options.maxStreamsPerConnection})`,
+        });
       }
+      if (this.streamClosers.size >= this.options.maxStreams) {
+        return refuse({ code: GrpcStatus.RESOURCE_EXHAUSTED, details: `too many open streams on this server (limit ${this.options.maxStreams})` });
+      }
+      this.streamsByPeer.set(peer, onPeer + 1);
       const abort = new AbortController();
       // grpc-js emits 'cancelled' on every close, a normal end included: `done` tells them apart.
       let done = false;
-      const finish = (status?: Status): void => {
-        if (done) return;
+      const release = (code: GrpcStatus): void => {
         done = true;
         this.streamClosers.delete(closeForShutdown);
+        const left = (this.streamsByPeer.get(peer) ?? 1) - 1;
+        if (left === 0) this.streamsByPeer.delete(peer);
+        else this.streamsByPeer.set(peer, left);
         abort.abort();
+        this.options.observe?.(path, code, (performance.now() - started) / 1000);
+      };
+      const finish = (status?: Status): void => {
+        if (done) return;
+        release(status?.code ?? GrpcStatus.OK);
         if (status === undefined) call.end();
         else call.emit("error", status);
       };
       const closeForShutdown = (): void => finish(shuttingDown);
       this.streamClosers.add(closeForShutdown);
       call.once("cancelled", () => {
-        if (done) return;
-        done = true;
-        this.streamClosers.delete(closeForShutdown);
-        abort.abort();
+        if (!done) release(GrpcStatus.CANCELLED);
       });
       const stream: ServerStream<MessageInitShape<DescMessage>> = {
         send: (message) => !done && call.write(encode(method.output, message)),
         drained: () => waitForDrain(call, abort.signal),
       };
-      const context: CallContext = { signal: abort.signal, method: path };
+      const context: CallContext = { signal: abort.signal, method: path, principal: auth.principal };
       Promise.resolve()
         .then(() => handler(decoded.request as never, stream, context))
         .then(

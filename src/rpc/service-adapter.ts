@@ -1,6 +1,7 @@
 import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
+import type { Principal } from "../model/principal.js";
 
 /** What a handler learns about its call. */
 export interface CallContext {
@@ -8,6 +9,8 @@ export interface CallContext {
   readonly signal: AbortSignal;
   /** The full method path, for example `/sessionstate.v1.SignalLog/Append`. */
   readonly method: string;
+  /** The authenticated caller; `undefined` when authentication is off (or for public services). */
+  readonly principal?: Principal;
 }
 
 /** The sending side of a server stream, with flow control. */

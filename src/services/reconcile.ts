@@ -4,6 +4,7 @@ import { ServiceError, invalidArgument } from "../errors.js";
 import { normalizeAgentId } from "../model/session-key.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Store } from "../store/store.js";
+import { authorizeAgents, requireAdmin } from "./authorize.js";
 import { eventToProto, sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { decodePageToken, encodePageToken, pageSizeOf } from "./page-token.js";
 
@@ -15,8 +16,9 @@ export const maxVersionRefs = 1000;
 /** The Reconcile service: read-only, never moves a cursor. */
 export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<(typeof Reconcile)["method"]> {
   return {
-    sessionStatus: async (request) => {
+    sessionStatus: async (request, context) => {
       const session = sessionIdFromRef("session", request.session);
+      authorizeAgents(context, [session.agentId]);
       if (request.limit < 0) throw invalidArgument("limit", `must be between 0 and ${maxStatusEvents}`);
       const limit = request.limit === 0 ? maxStatusEvents : Math.min(request.limit, maxStatusEvents);
       const since = request.changesSince;
@@ -47,8 +49,10 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
               },
       };
     },
-    listSessions: async (request) => {
+    listSessions: async (request, context) => {
       const agentId = request.agentId.trim() === "" ? undefined : normalizeAgentId("agent_id", request.agentId);
+      if (agentId === undefined) requireAdmin(context, "ListSessions across agents");
+      else authorizeAgents(context, [agentId]);
       const limit = pageSizeOf("page_size", request.pageSize);
       const position = decodePageToken("page_token", request.pageToken, 2);
       const after = position === undefined ? undefined : { agentId: position[0]!, key: position[1]! };
@@ -66,11 +70,12 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
         nextPageToken: heads.length > limit && last !== undefined ? encodePageToken([last.session.agentId, last.session.key]) : "",
       };
     },
-    getStateVersions: async (request) => {
+    getStateVersions: async (request, context) => {
       if (request.sessions.length > maxVersionRefs) {
         throw invalidArgument("sessions", `at most ${maxVersionRefs} sessions per call (got ${request.sessions.length})`);
       }
       const sessions = request.sessions.map((ref, i) => sessionIdFromRef(`sessions[${i}]`, ref));
+      authorizeAgents(context, new Set(sessions.map((session) => session.agentId)));
       const versions = await store.getStateVersions(sessions);
       return {
         versions: sessions.map((session, i) => {

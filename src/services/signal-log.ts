@@ -5,7 +5,9 @@ import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Retention } from "../store/retention.js";
 import type { Store } from "../store/store.js";
 import type { SessionActivity } from "../upstream/session-activity.js";
+import type { Metrics } from "../metrics.js";
 import { appendInputFromRequest } from "./append-request.js";
+import { authorizeAgents, authorizeKeys, requireAdmin } from "./authorize.js";
 import { eventToProto, sessionIdFromRef } from "./convert.js";
 
 /** What the SignalLog service needs. */
@@ -14,14 +16,23 @@ export interface SignalLogDeps {
   clock: Clock;
   retention: Retention;
   activity: SessionActivity;
+  metrics?: Metrics;
 }
 
 /** The SignalLog service: append, session lifecycle and on-demand retention. */
-export function signalLogHandlers({ store, clock, retention, activity }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
+export function signalLogHandlers({ store, clock, retention, activity, metrics }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
   return {
-    append: async (request) => {
-      const outcome = await store.append(appendInputFromRequest(request, clock.nowMs()));
-      if (!outcome.recorded) return { recorded: false, stateVersion: BigInt(outcome.stateVersion) };
+    append: async (request, context) => {
+      const input = appendInputFromRequest(request, clock.nowMs());
+      authorizeAgents(context, [input.session.agentId]);
+      authorizeKeys(context, input.notifyWatcherKeys);
+      const outcome = await store.append(input);
+      if (!outcome.recorded) {
+        metrics?.appends.inc({ kind: input.kind, result: "not_watched" });
+        return { recorded: false, stateVersion: BigInt(outcome.stateVersion) };
+      }
+      metrics?.appends.inc({ kind: input.kind, result: outcome.deduplicated ? "deduplicated" : "recorded" });
+      metrics?.noticesOpened.inc(outcome.noticesOpened);
       return {
         recorded: true,
         deduplicated: outcome.deduplicated,
@@ -29,15 +40,21 @@ export function signalLogHandlers({ store, clock, retention, activity }: SignalL
         stateVersion: BigInt(outcome.stateVersion),
       };
     },
-    resetSession: async (request) => ({
-      cursorsRemoved: await store.resetWatcher(normalizeKey("watcher_session_key", request.watcherSessionKey)),
-    }),
-    deleteSession: async (request) => {
+    resetSession: async (request, context) => {
+      const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
+      authorizeKeys(context, [watcherKey]);
+      return { cursorsRemoved: await store.resetWatcher(watcherKey) };
+    },
+    deleteSession: async (request, context) => {
       const session = sessionIdFromRef("session", request.session);
+      authorizeAgents(context, [session.agentId]);
       const removed = await store.deleteSession(session);
       activity.forget(session);
       return removed;
     },
-    prune: async () => retention.runNow(),
+    prune: async (_request, context) => {
+      requireAdmin(context, "Prune");
+      return retention.runNow();
+    },
   };
 }

@@ -16,6 +16,7 @@ import {
   type UpstreamMonitor,
 } from "../upstream/upstream-monitor.js";
 import { eventTimeOf, optionalText } from "./append-request.js";
+import { authorizeAgents, requireAdmin } from "./authorize.js";
 import { eventToProto, sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { decodePageToken, encodePageToken, pageSizeOf } from "./page-token.js";
 
@@ -57,8 +58,9 @@ const remoteKinds = new Map<RemoteItemKind, RemoteItem["kind"]>([
 /** The Upstream service: adoption, run activity, self-echo texts, paired-node pages and the monitor. */
 export function upstreamHandlers({ store, monitor, activity, clock, transcriptRoot }: UpstreamDeps): ServiceHandlers<(typeof Upstream)["method"]> {
   return {
-    adopt: async (request) => {
+    adopt: async (request, context) => {
       const session = sessionIdFromRef("session", request.session);
+      authorizeAgents(context, [session.agentId]);
       const catalogId = optionalText("catalog_id", request.catalogId, 128);
       if (catalogId === undefined) throw invalidArgument("catalog_id", "is required");
       const hostId = optionalText("host_id", request.hostId, 128) ?? "";
@@ -123,19 +125,23 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
         link: adopted.link === undefined ? undefined : linkToProto(adopted.link),
       };
     },
-    setRunActive: async (request) => {
-      activity.setRunActive(sessionIdFromRef("session", request.session), request.active);
+    setRunActive: async (request, context) => {
+      const session = sessionIdFromRef("session", request.session);
+      authorizeAgents(context, [session.agentId]);
+      activity.setRunActive(session, request.active);
       return {};
     },
-    recordOwnUserText: async (request) => {
+    recordOwnUserText: async (request, context) => {
       const session = sessionIdFromRef("session", request.session);
+      authorizeAgents(context, [session.agentId]);
       if (normalizeUserText(request.text) === "") throw invalidArgument("text", "is required");
       if (Buffer.byteLength(request.text, "utf8") > maxOwnTextBytes) throw invalidArgument("text", `must be at most ${maxOwnTextBytes} bytes`);
       activity.recordOwnText(session, request.text);
       return {};
     },
-    reportRemoteItems: async (request) => {
+    reportRemoteItems: async (request, context) => {
       const session = sessionIdFromRef("session", request.session);
+      authorizeAgents(context, [session.agentId]);
       if (request.items.length > maxRemoteItems) throw invalidArgument("items", `at most ${maxRemoteItems} items, newest first`);
       const nowMs = clock.nowMs();
       const items = request.items.map((item, i): RemoteItem => {
@@ -150,8 +156,10 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
       const result = await monitor.reportRemoteItems(session, items);
       return { humanTurns: result.humanTurns, event: result.event === undefined ? undefined : eventToProto(result.event) };
     },
-    listUpstreamLinks: async (request) => {
+    listUpstreamLinks: async (request, context) => {
       const agentId = request.agentId.trim() === "" ? undefined : normalizeAgentId("agent_id", request.agentId);
+      if (agentId === undefined) requireAdmin(context, "ListUpstreamLinks across agents");
+      else authorizeAgents(context, [agentId]);
       const limit = pageSizeOf("page_size", request.pageSize);
       const position = decodePageToken("page_token", request.pageToken, 2);
       const after = position === undefined ? undefined : { agentId: position[0]!, key: position[1]! };
@@ -163,6 +171,9 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
         nextPageToken: links.length > limit && last !== undefined ? encodePageToken([last.session.agentId, last.session.key]) : "",
       };
     },
-    scanNow: async () => monitor.tick(),
+    scanNow: async (_request, context) => {
+      requireAdmin(context, "ScanNow");
+      return monitor.tick();
+    },
   };
 }

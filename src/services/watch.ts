@@ -9,6 +9,8 @@ import type { Notice } from "../notices/notice.js";
 import type { NoticeFilter, NoticeHub } from "../notices/notice-hub.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { AckInput, CursorRecord, Store } from "../store/store.js";
+import type { Metrics } from "../metrics.js";
+import { authorizeAgents, authorizeKeys, authorizePrefixes, requireAdmin } from "./authorize.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { decodePageToken, encodePageToken, pageSizeOf } from "./page-token.js";
 
@@ -22,6 +24,7 @@ export interface WatchDeps {
   store: Store;
   hub: NoticeHub;
   clock: Clock;
+  metrics?: Metrics;
 }
 
 /** A cursor as a Cursor message. */
@@ -85,11 +88,13 @@ function filterOf(watcherSessionKeys: readonly string[], watcherKeyPrefixes: rea
 }
 
 /** The Watch service: cursors, the notice stream and acknowledgements. */
-export function watchHandlers({ store, hub, clock }: WatchDeps): ServiceHandlers<(typeof Watch)["method"]> {
+export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): ServiceHandlers<(typeof Watch)["method"]> {
   return {
-    watch: async (request) => {
+    watch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
       const target = sessionIdFromRef("target", request.target);
+      authorizeKeys(context, [watcherKey]);
+      authorizeAgents(context, [target.agentId]);
       if (!isAgentQualified(watcherKey)) {
         return { watched: false, reason: "watcher is not an agent-qualified session key (agent:<agentId>:<rest>)" };
       }
@@ -97,15 +102,20 @@ export function watchHandlers({ store, hub, clock }: WatchDeps): ServiceHandlers
       const cursor = await store.watch(watcherKey, target, clock.nowMs());
       return { watched: true, cursor: cursorToProto(cursor) };
     },
-    unwatch: async (request) => {
+    unwatch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
       const target = sessionIdFromRef("target", request.target);
+      authorizeKeys(context, [watcherKey]);
+      authorizeAgents(context, [target.agentId]);
       return { removed: await store.unwatch(watcherKey, target) };
     },
-    listWatches: async (request) => {
+    listWatches: async (request, context) => {
       const watcherKey =
         request.watcherSessionKey.trim() === "" ? undefined : normalizeKey("watcher_session_key", request.watcherSessionKey);
       const target = request.target === undefined ? undefined : sessionIdFromRef("target", request.target);
+      if (watcherKey === undefined && target === undefined) requireAdmin(context, "ListWatches without a watcher or target");
+      if (watcherKey !== undefined) authorizeKeys(context, [watcherKey]);
+      if (target !== undefined) authorizeAgents(context, [target.agentId]);
       const limit = pageSizeOf("page_size", request.pageSize);
       const position = decodePageToken("page_token", request.pageToken, 3);
       const after = position === undefined ? undefined : ([position[0]!, position[1]!, position[2]!] as const);
@@ -120,8 +130,10 @@ export function watchHandlers({ store, hub, clock }: WatchDeps): ServiceHandlers
             : "",
       };
     },
-    subscribeStaleNotices: async (request, stream, { signal }) => {
+    subscribeStaleNotices: async (request, stream, context) => {
       const filter = filterOf(request.watcherSessionKeys, request.watcherKeyPrefixes);
+      authorizeKeys(context, filter.watcherKeys);
+      authorizePrefixes(context, filter.prefixes);
       await hub.serve(
         filter,
         {
@@ -133,10 +145,10 @@ export function watchHandlers({ store, hub, clock }: WatchDeps): ServiceHandlers
             ),
           drained: () => stream.drained(),
         },
-        signal,
+        context.signal,
       );
     },
-    ackNotices: async (request) => {
+    ackNotices: async (request, context) => {
       if (request.acks.length > maxAcksPerCall) throw invalidArgument("acks", `at most ${maxAcksPerCall} per call`);
       const acks = request.acks.map((ack, i): AckInput => {
         const input: AckInput = {
@@ -149,7 +161,13 @@ export function watchHandlers({ store, hub, clock }: WatchDeps): ServiceHandlers
         }
         return input;
       });
+      authorizeKeys(context, acks.map((ack) => ack.watcherKey));
+      authorizeAgents(context, new Set(acks.map((ack) => ack.target.agentId)));
       const outcomes = await store.ackNotices(acks, clock.nowMs());
+      for (const outcome of outcomes) {
+        metrics?.acks.inc({ result: outcome.acknowledged ? "acknowledged" : "stale" });
+        if (outcome.reopened) metrics?.noticesReopened.inc();
+      }
       return {
         results: outcomes.map((outcome) => ({
           acknowledged: outcome.acknowledged,

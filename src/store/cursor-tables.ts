@@ -44,6 +44,7 @@ export class CursorTables {
   private readonly pageOfTarget;
   private readonly pageOfPair;
   private readonly deleteUntouched;
+  private readonly pendingCount;
 
   constructor(db: Database.Database) {
     this.one = db.prepare<[string, string, string], CursorRow>(
@@ -89,6 +90,7 @@ export class CursorTables {
     this.pageOfPair = db.prepare<[string, string, string, string, string, string, number], CursorRow>(
       `SELECT * FROM cursors WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ? AND ${after} ${order}`,
     );
+    this.pendingCount = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM cursors WHERE notified > acked");
     this.deleteUntouched = db.prepare<[number, number]>(
       `DELETE FROM cursors WHERE (watcher_key, target_agent_id, target_key) IN
          (SELECT watcher_key, target_agent_id, target_key FROM cursors WHERE updated_at_ms < ? LIMIT ?)`,
@@ -161,6 +163,11 @@ export class CursorTables {
             ? this.pageOfTarget.all(target.agentId, target.key, w, a, k, limit)
             : this.pageAll.all(w, a, k, limit);
     return rows.map(cursorFromRow);
+  }
+
+  /** How many cursors have a pending notice. */
+  countPending(): number {
+    return this.pendingCount.get()!.n;
   }
 
   /** Removes up to `limit` cursors untouched since `cutoffMs`; returns how many. */

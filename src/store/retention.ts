@@ -1,6 +1,7 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
 import type { Store } from "./store.js";
 
 /** Retention settings: how long events and untouched cursors live, and how many rows the log keeps. */
@@ -31,6 +32,7 @@ export class Retention {
     private readonly clock: Clock,
     private readonly settings: RetentionSettings,
     private readonly log: Logger,
+    private readonly metrics?: Metrics,
   ) {}
 
   /** Runs once now (in the background) and then every `intervalMs`. The timer does not keep the process alive. */
@@ -72,6 +74,9 @@ export class Retention {
       if (step.done) break;
       await yieldToEventLoop();
     }
+    this.metrics?.pruneRuns.inc();
+    this.metrics?.prunedRows.inc({ table: "events" }, totals.eventsRemoved);
+    this.metrics?.prunedRows.inc({ table: "cursors" }, totals.cursorsRemoved);
     if (totals.eventsRemoved > 0 || totals.cursorsRemoved > 0) this.log.info(totals, "retention removed rows");
     return totals;
   }

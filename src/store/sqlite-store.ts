@@ -148,7 +148,13 @@ export class SqliteStore implements Store {
       const existing = this.events.eventByDedupeKey(input.dedupeKey);
       if (existing !== undefined) {
         const session = { agentId: existing.agentId, key: existing.sessionKey };
-        const outcome = { recorded: true, deduplicated: true, event: existing, stateVersion: this.events.versionOf(session) };
+        const outcome = {
+          recorded: true,
+          deduplicated: true,
+          event: existing,
+          stateVersion: this.events.versionOf(session),
+          noticesOpened: 0,
+        } as const;
         return { outcome, changes: [] };
       }
     }
@@ -158,14 +164,22 @@ export class SqliteStore implements Store {
     }
     const event = this.events.insertEvent(input);
     this.events.bumpHead(input.session, event.sequence, input.nowMs);
-    const changes = this.updateCursors(event, input, watchers);
-    return { outcome: { recorded: true, deduplicated: false, event, stateVersion: event.sequence }, changes };
+    const { changes, opened } = this.updateCursors(event, input, watchers);
+    return { outcome: { recorded: true, deduplicated: false, event, stateVersion: event.sequence, noticesOpened: opened }, changes };
   }
 
-  /** The cursor effects of one new event (SPEC §5); returns the pairs whose pending notice changed. */
-  private updateCursors(event: StoredEvent, input: AppendInput, namedWatchers: readonly string[]): PairChange[] {
+  /**
+   * The cursor effects of one new event (SPEC §5). Returns the pairs whose pending notice changed, and how
+   * many notices opened.
+   */
+  private updateCursors(
+    event: StoredEvent,
+    input: AppendInput,
+    namedWatchers: readonly string[],
+  ): { changes: PairChange[]; opened: number } {
     const target = input.session;
     const changes: PairChange[] = [];
+    let opened = 0;
     const effect = effectOfKind(event.kind);
     switch (effect) {
       case "ledger":
@@ -185,7 +199,10 @@ export class SqliteStore implements Store {
           if (event.actorId === watcherKey) continue; // a watcher is never told about what it did itself
           const next = applyMaterialEvent(cursor, event.sequence);
           this.cursors.put(watcherKey, target, next.cursor, input.nowMs);
-          if (next.opened) changes.push({ watcherKey, target });
+          if (next.opened) {
+            changes.push({ watcherKey, target });
+            opened++;
+          }
         }
         break;
       }
@@ -194,7 +211,7 @@ export class SqliteStore implements Store {
         throw new Error(`unknown kind effect ${String(never)}`);
       }
     }
-    return changes;
+    return { changes, opened };
   }
 
   private announce(changes: readonly PairChange[]): void {
@@ -296,6 +313,10 @@ export class SqliteStore implements Store {
     const { changes, committed, event } = this.scanTx.immediate(scanned, commit);
     this.announce(changes);
     return event === undefined ? { committed } : { committed, event };
+  }
+
+  async countPendingNotices(): Promise<number> {
+    return this.cursors.countPending();
   }
 
   async pruneStep(policy: RetentionPolicy): Promise<PruneStep> {

@@ -86,7 +86,7 @@ export interface AppendInput {
 /** What an append did. `stateVersion` is the version of the event's session after the call. */
 export type AppendOutcome =
   | { recorded: false; stateVersion: number }
-  | { recorded: true; deduplicated: boolean; event: StoredEvent; stateVersion: number };
+  | { recorded: true; deduplicated: boolean; event: StoredEvent; stateVersion: number; noticesOpened: number };
 
 /** The durable head of a session: its version and prune watermark. */
 export interface SessionHead {
@@ -188,6 +188,8 @@ export interface Store {
    * miss streak and update time); otherwise changes nothing and answers `committed: false`.
    */
   commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }>;
+  /** How many pairs have a pending notice. */
+  countPendingNotices(): Promise<number>;
   /** Runs one bounded retention step. */
   pruneStep(policy: RetentionPolicy): Promise<PruneStep>;
   /** Closes the store, checkpointing its journal. */

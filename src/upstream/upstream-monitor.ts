@@ -3,6 +3,7 @@ import { stat } from "node:fs/promises";
 import type { Clock } from "../clock.js";
 import { ServiceError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
 import { clampEventTime, type EventPayload, type StoredEvent } from "../model/event.js";
 import type { SessionId } from "../model/session-key.js";
 import type { AppendInput, LinkRecord, ScanCommit, Store } from "../store/store.js";
@@ -63,8 +64,6 @@ export class UpstreamMonitor {
   private queue: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
-  /** Total lines over the limit seen, for metrics. */
-  oversizedLines = 0;
 
   constructor(
     private readonly store: Store,
@@ -72,6 +71,7 @@ export class UpstreamMonitor {
     private readonly clock: Clock,
     private readonly settings: MonitorSettings,
     private readonly log: Logger,
+    private readonly metrics?: Metrics,
   ) {}
 
   /** Starts the timer. Timers never keep the process alive. */
@@ -105,16 +105,29 @@ export class UpstreamMonitor {
 
   private async scanWatchedLinks(): Promise<TickReport> {
     const report: TickReport = { linksScanned: 0, eventsRecorded: 0, linksHeld: 0 };
+    this.metrics?.monitorTicks.inc();
+    const count = (outcome: string): void => this.metrics?.monitorLinks.inc({ outcome });
     for (const link of await this.store.watchedLinks()) {
       if (this.stopped) break;
       if (!link.source.startsWith(fileSourcePrefix) || this.activity.isRunActive(link.session)) continue;
       try {
         const outcome = await this.scanLocalLink(link);
-        if (outcome === "discarded") continue;
+        if (outcome === "discarded") {
+          count("discarded");
+          continue;
+        }
         report.linksScanned++;
-        if (outcome.recorded) report.eventsRecorded++;
-        if (outcome.held) report.linksHeld++;
+        count("scanned");
+        if (outcome.recorded) {
+          report.eventsRecorded++;
+          count("recorded");
+        }
+        if (outcome.held) {
+          report.linksHeld++;
+          count("held");
+        }
       } catch (err) {
+        count("failed");
         this.log.error({ err, agentId: link.session.agentId }, "upstream scan failed");
       }
     }
@@ -144,7 +157,6 @@ export class UpstreamMonitor {
         });
         if (read.oversizedLineAt !== undefined) {
           held = true;
-          this.oversizedLines++;
           this.log.warn(
             { agentId: link.session.agentId, offset: read.oversizedLineAt, maxLineBytes: this.settings.maxLineBytes },
             "transcript line longer than the limit: holding this link's marker",

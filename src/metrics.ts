@@ -1,0 +1,139 @@
+import { stat } from "node:fs/promises";
+import { createServer, type Server as HttpServer } from "node:http";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { status as GrpcStatus } from "@grpc/grpc-js";
+
+/** Sources of gauges that are read when Prometheus scrapes. */
+export interface MetricsSources {
+  openStreams(): number;
+  pendingNotices(): Promise<number>;
+  databasePath: string;
+}
+
+/**
+ * The service's Prometheus metrics. Counters are moved by the components as work is done; gauges are
+ * read from their sources at scrape time. Labels never hold keys, texts or tokens.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly appends = new Counter({
+    name: "sessionstate_appends_total",
+    help: "Append calls by event kind and result (recorded, deduplicated, not_watched).",
+    labelNames: ["kind", "result"] as const,
+    registers: [this.registry],
+  });
+  readonly noticesOpened = new Counter({
+    name: "sessionstate_notices_opened_total",
+    help: "Stale notices opened by material events.",
+    registers: [this.registry],
+  });
+  readonly noticesReopened = new Counter({
+    name: "sessionstate_notices_reopened_total",
+    help: "Stale notices reopened by an acknowledgement because more changes arrived.",
+    registers: [this.registry],
+  });
+  readonly noticesDelivered = new Counter({
+    name: "sessionstate_notices_delivered_total",
+    help: "Notices written to subscriber streams (a notice counts once per stream).",
+    registers: [this.registry],
+  });
+  readonly acks = new Counter({
+    name: "sessionstate_acks_total",
+    help: "Acknowledgements by result (acknowledged, stale).",
+    labelNames: ["result"] as const,
+    registers: [this.registry],
+  });
+  readonly rpcDuration = new Histogram({
+    name: "sessionstate_rpc_duration_seconds",
+    help: "RPC duration by method and status code (streams: their whole life).",
+    labelNames: ["method", "code"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 10, 60, 600],
+    registers: [this.registry],
+  });
+  readonly pruneRuns = new Counter({
+    name: "sessionstate_prune_runs_total",
+    help: "Retention runs.",
+    registers: [this.registry],
+  });
+  readonly prunedRows = new Counter({
+    name: "sessionstate_pruned_rows_total",
+    help: "Rows removed by retention, by table (events, cursors).",
+    labelNames: ["table"] as const,
+    registers: [this.registry],
+  });
+  readonly monitorTicks = new Counter({
+    name: "sessionstate_monitor_ticks_total",
+    help: "Upstream monitor ticks.",
+    registers: [this.registry],
+  });
+  readonly monitorLinks = new Counter({
+    name: "sessionstate_monitor_links_total",
+    help: "Upstream links checked, by outcome (scanned, recorded, held, discarded, failed).",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+
+  constructor(sources: MetricsSources) {
+    const registry = this.registry;
+    new Gauge({
+      name: "sessionstate_open_streams",
+      help: "Server streams open now.",
+      registers: [registry],
+      collect() {
+        this.set(sources.openStreams());
+      },
+    });
+    new Gauge({
+      name: "sessionstate_pending_notices",
+      help: "Watcher/target pairs with a pending notice (N > L).",
+      registers: [registry],
+      async collect() {
+        this.set(await sources.pendingNotices());
+      },
+    });
+    new Gauge({
+      name: "sessionstate_database_bytes",
+      help: "Size of the database files, by file (db, wal).",
+      labelNames: ["file"] as const,
+      registers: [registry],
+      async collect() {
+        for (const [file, path] of [
+          ["db", sources.databasePath],
+          ["wal", `${sources.databasePath}-wal`],
+        ] as const) {
+          this.set({ file }, await stat(path).then((info) => info.size, () => 0));
+        }
+      },
+    });
+    collectDefaultMetrics({ register: registry, prefix: "sessionstate_process_" });
+  }
+
+  /** Records one finished RPC. */
+  observeCall(method: string, code: GrpcStatus, seconds: number): void {
+    this.rpcDuration.observe({ method, code: GrpcStatus[code] ?? String(code) }, seconds);
+  }
+}
+
+/**
+ * Serves the metrics as Prometheus text on `GET /metrics` at host:port (port 0 picks one). Resolves with
+ * the HTTP server and its port; the caller closes it.
+ */
+export async function serveMetrics(metrics: Metrics, host: string, port: number): Promise<{ server: HttpServer; port: number }> {
+  const server = createServer((request, response) => {
+    if (request.method !== "GET" || request.url?.split("?")[0] !== "/metrics") {
+      response.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => response.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
+      () => response.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable\n"),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address();
+  return { server, port: typeof address === "object" && address !== null ? address.port : port };
+}
