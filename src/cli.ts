@@ -1,13 +1,45 @@
+import { UsageError } from "./commands/connection.js";
+import { statusCommand, statusUsage } from "./commands/status-command.js";
+import { tailCommand, tailUsage } from "./commands/tail-command.js";
+import { tokenCommand, tokenUsage } from "./commands/token-command.js";
 import { ConfigError, loadConfig, settingNames } from "./config.js";
 import { createLogger } from "./logger.js";
 import { startServer } from "./server.js";
 import { DatabaseInUseError } from "./store/open-database.js";
 
-const usage = `usage: sessionstate serve [flags]
+const serveUsage = `usage: sessionstate serve [flags]
 
 flags (each also an environment variable; flags win):
 ${settingNames.map((name) => `  ${name}`).join("\n")}
 `;
+
+const usage = `usage: sessionstate <command>
+
+commands:
+  serve          run the service
+  status <key>   print a session's version and changes
+  tail           follow stale notices
+  token hash     hash a token for the tokens file
+  help [command]
+
+${serveUsage}`;
+
+const usages: Record<string, string> = { serve: serveUsage, status: statusUsage, tail: tailUsage, token: tokenUsage };
+
+/** Runs an operator command: usage errors exit 2, RPC failures print the status and exit 1. */
+async function runCommand(name: string, run: () => Promise<number>): Promise<number> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`sessionstate ${name}: ${err.message}\n\n${usages[name] ?? usage}`);
+      return 2;
+    }
+    const failure = err as { code?: number; details?: string; message?: string };
+    process.stderr.write(`sessionstate ${name}: ${failure.details ?? failure.message ?? String(err)}\n`);
+    return 1;
+  }
+}
 
 /** Exit codes: 0 ok, 1 failed to start or run, 2 bad usage or configuration. */
 async function main(argv: readonly string[]): Promise<number> {
@@ -15,10 +47,21 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case "serve":
       return serve(args);
+    case "status":
+      return runCommand(command, () => statusCommand(args, process.env, process.stdout));
+    case "tail": {
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once("SIGINT", onSignal);
+      process.once("SIGTERM", onSignal);
+      return runCommand(command, () => tailCommand(args, process.env, process.stdout, stop.signal));
+    }
+    case "token":
+      return runCommand(command, () => tokenCommand(args, process.stdin, process.stdout));
     case "help":
     case "--help":
     case "-h":
-      process.stdout.write(usage);
+      process.stdout.write(usages[args[0] ?? ""] ?? usage);
       return 0;
     default:
       process.stderr.write(command === undefined ? usage : `sessionstate: unknown command "${command}"\n\n${usage}`);

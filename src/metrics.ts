@@ -106,7 +106,7 @@ export class Metrics {
         }
       },
     });
-    collectDefaultMetrics({ register: registry, prefix: "sessionstate_process_" });
+    collectDefaultMetrics({ register: registry, prefix: "sessionstate_" });
   }
 
   /** Records one finished RPC. */

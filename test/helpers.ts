@@ -50,9 +50,12 @@ export function tempDir(): { dir: string; remove: () => void } {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Typed clients of the four services over one channel. */
-export function connect(address: string) {
-  const channel = new Client(address, credentials.createInsecure());
+/**
+ * Typed clients of the four services over one channel. `ownConnection` opens a connection of its own
+ * (grpc-js otherwise shares one connection between channels to the same address).
+ */
+export function connect(address: string, { ownConnection = false } = {}) {
+  const channel = new Client(address, credentials.createInsecure(), ownConnection ? { "grpc.use_local_subchannel_pool": 1 } : {});
   return {
     channel,
     signalLog: createServiceClient(channel, SignalLog, { timeoutMs: 10_000 }),
@@ -71,8 +74,8 @@ export interface TestServer extends Clients {
   dbPath: string;
   /** Stops the server and closes the clients; the database file stays until `dispose`. */
   stop(): Promise<void>;
-  /** Starts a new server on the same database file (after `stop`), with fresh clients. */
-  restart(): Promise<TestServer>;
+  /** Starts a new server on the same database file (after `stop`), with fresh clients; `samePort` keeps the port. */
+  restart(options?: { samePort?: boolean }): Promise<TestServer>;
   /** Stops everything and removes the database. */
   dispose(): Promise<void>;
 }
@@ -107,9 +110,9 @@ export async function startTestServer(
     clock,
     dbPath: config.dbPath,
     stop,
-    restart: async () => {
+    restart: async ({ samePort = false } = {}) => {
       await stop();
-      return startTestServer({ ...overrides, dbPath: config.dbPath }, { clock, dir });
+      return startTestServer({ ...overrides, dbPath: config.dbPath, ...(samePort ? { listenPort: server.port } : {}) }, { clock, dir });
     },
     dispose: async () => {
       await stop();

@@ -1,0 +1,185 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { Client, credentials, status as GrpcStatus, type ChannelCredentials, type ServiceError } from "@grpc/grpc-js";
+import { pino } from "pino";
+import { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
+import { SignalLog, type AppendRequestSchema, type AppendResponse } from "../../gen/sessionstate/v1/signal_log_pb.js";
+import { Upstream } from "../../gen/sessionstate/v1/upstream_pb.js";
+import { Watch, type AckResult, type StaleNotice } from "../../gen/sessionstate/v1/watch_pb.js";
+import { createServiceClient, type CallOptions } from "./service-client.js";
+
+/** How the client reaches the service. */
+export interface ClientOptions {
+  /** `host:port` of the service. */
+  address: string;
+  /** Bearer token, sent as `authorization: Bearer <token>` on every call. */
+  token?: string;
+  /** TLS: `true` trusts the system roots; or give a CA (and a client certificate for mutual TLS). */
+  tls?: true | { caPem?: Buffer; certPem?: Buffer; keyPem?: Buffer };
+  /** Deadline of every call that sets none, in ms. Default 10 s. */
+  defaultTimeoutMs?: number;
+  /** Where failures of best-effort calls are logged (pino-compatible). Default: warnings on standard error. */
+  logger?: { warn(details: object, message: string): void };
+}
+
+/** Reconnect backoff of `subscribe`: full jitter, exponential from `initialMs` up to `maxMs`. */
+export interface BackoffOptions {
+  initialMs?: number;
+  maxMs?: number;
+}
+
+/** What to subscribe to. */
+export interface SubscribeOptions {
+  /** Exact watcher keys. */
+  watchers?: readonly string[];
+  /** Watcher key prefixes, for example `agent:main:`. */
+  prefixes?: readonly string[];
+  /** Ends the subscription. */
+  signal?: AbortSignal;
+  backoff?: BackoffOptions;
+  /** Called after each (re)connection once the pending notices have been delivered. */
+  onSynced?: (pendingDelivered: number) => void;
+  /** Called before each reconnect attempt with the failure and the delay. */
+  onReconnect?: (error: ServiceError, delayMs: number) => void;
+}
+
+/** Codes after which reconnecting cannot help. */
+const finalCodes = new Set([
+  GrpcStatus.INVALID_ARGUMENT,
+  GrpcStatus.UNAUTHENTICATED,
+  GrpcStatus.PERMISSION_DENIED,
+  GrpcStatus.UNIMPLEMENTED,
+]);
+
+function channelCredentials(tls: ClientOptions["tls"]): ChannelCredentials {
+  if (tls === undefined) return credentials.createInsecure();
+  if (tls === true) return credentials.createSsl();
+  return credentials.createSsl(tls.caPem ?? null, tls.keyPem ?? null, tls.certPem ?? null);
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted === true) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/**
+ * The client a gateway uses: one channel, typed clients of the four services, a best-effort append that
+ * never breaks a turn, and a self-healing notice subscription. Call `close()` when done.
+ */
+export class SessionStateClient {
+  readonly signalLog;
+  readonly watch;
+  readonly reconcile;
+  readonly upstream;
+  private readonly channel: Client;
+  private readonly logger: NonNullable<ClientOptions["logger"]>;
+
+  constructor(options: ClientOptions) {
+    this.channel = new Client(options.address, channelCredentials(options.tls), {
+      "grpc.keepalive_time_ms": 60_000,
+      "grpc.keepalive_timeout_ms": 20_000,
+    });
+    const defaults: CallOptions = {
+      timeoutMs: options.defaultTimeoutMs ?? 10_000,
+      ...(options.token === undefined ? {} : { metadata: { authorization: `Bearer ${options.token}` } }),
+    };
+    this.signalLog = createServiceClient(this.channel, SignalLog, defaults);
+    this.watch = createServiceClient(this.channel, Watch, defaults);
+    this.reconcile = createServiceClient(this.channel, Reconcile, defaults);
+    this.upstream = createServiceClient(this.channel, Upstream, defaults);
+    this.logger = options.logger ?? pino({ level: "warn", base: { component: "sessionstate-client" } }, pino.destination(2));
+  }
+
+  /**
+   * Appends an event without ever throwing: on any failure (server down, deadline, refusal) it logs a
+   * warning and resolves to `undefined`, within `timeoutMs` (default 2 s). Recording a signal must never
+   * break the turn that caused it.
+   */
+  async appendBestEffort(
+    request: MessageInitShape<typeof AppendRequestSchema>,
+    { timeoutMs = 2000 }: { timeoutMs?: number } = {},
+  ): Promise<AppendResponse | undefined> {
+    try {
+      return await this.signalLog.append(request, { timeoutMs });
+    } catch (err) {
+      const error = err as Partial<ServiceError>;
+      this.logger.warn(
+        { code: error.code === undefined ? undefined : GrpcStatus[error.code], details: error.details, session: request.session?.key },
+        "sessionstate append failed; the turn goes on",
+      );
+      return undefined;
+    }
+  }
+
+  /**
+   * Streams stale notices for the given watchers as an async iterator. On a broken stream it reconnects
+   * with jittered exponential backoff and resumes: notices still pending are delivered again (the same
+   * text), so consumers should act on a notice and then `ack` it. Refusals that a retry cannot fix
+   * (INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED) end the iteration with that error.
+   */
+  async *subscribe(options: SubscribeOptions): AsyncGenerator<StaleNotice, void, undefined> {
+    const initialMs = options.backoff?.initialMs ?? 100;
+    const maxMs = options.backoff?.maxMs ?? 10_000;
+    const aborted = (): boolean => options.signal?.aborted === true;
+    let attempt = 0;
+    while (!aborted()) {
+      const call = this.watch.subscribeStaleNotices(
+        { watcherSessionKeys: [...(options.watchers ?? [])], watcherKeyPrefixes: [...(options.prefixes ?? [])] },
+        // A stream lives until cancelled: no deadline.
+        { timeoutMs: undefined, ...(options.signal === undefined ? {} : { signal: options.signal }) },
+      );
+      try {
+        for await (const message of call) {
+          if (message.message.case === "synced") {
+            attempt = 0;
+            options.onSynced?.(message.message.value.pendingDelivered);
+          } else if (message.message.case === "notice") {
+            yield message.message.value;
+          }
+        }
+      } catch (err) {
+        const error = err as ServiceError;
+        if (aborted()) return;
+        if (finalCodes.has(error.code)) throw err;
+        const delayMs = Math.random() * Math.min(maxMs, initialMs * 2 ** attempt++);
+        options.onReconnect?.(error, delayMs);
+        await sleep(delayMs, options.signal);
+        continue;
+      } finally {
+        call.cancel();
+      }
+      // The server ended the stream normally (it should not): reconnect after a pause.
+      await sleep(Math.random() * Math.min(maxMs, initialMs * 2 ** attempt++), options.signal);
+    }
+  }
+
+  /**
+   * Acknowledges a consumed notice. Pass `reconciledThrough` (the state version you caught up to with
+   * SessionStatus) to avoid a second notice for changes you already saw.
+   */
+  async ack(notice: StaleNotice, { reconciledThrough }: { reconciledThrough?: bigint } = {}): Promise<AckResult> {
+    const response = await this.watch.ackNotices({
+      acks: [
+        {
+          watcherSessionKey: notice.watcherSessionKey,
+          target: notice.target,
+          notifiedVersion: notice.notifiedVersion,
+          ...(reconciledThrough === undefined ? {} : { reconciledThrough }),
+        },
+      ],
+    });
+    return response.results[0]!;
+  }
+
+  /** Closes the channel; open streams end. */
+  close(): void {
+    this.channel.close();
+  }
+}

@@ -1,0 +1,138 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { assertStatus, connect, goal, human, startTestServer, status, subscribe } from "./helpers.js";
+
+const W = "agent:main:main";
+const C = "agent:main:subagent:child";
+
+async function scrape(port: number): Promise<string> {
+  const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+  assert.equal(response.status, 200);
+  return response.text();
+}
+
+function value(text: string, series: string): number {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  assert.ok(line !== undefined, `series ${series} is missing`);
+  return Number(line.slice(series.length + 1));
+}
+
+describe("limits", () => {
+  test("a request over the size limit is RESOURCE_EXHAUSTED", async () => {
+    const t = await startTestServer();
+    try {
+      await assertStatus(t.signalLog.append(goal(W, { runId: "x".repeat(2 * 1024 * 1024) })), status.RESOURCE_EXHAUSTED);
+      assert.equal((await t.reconcile.sessionStatus({ session: { key: W } })).stateVersion, 0n);
+    } finally {
+      await t.dispose();
+    }
+  });
+
+  test("stream caps per connection and in total are enforced and released on cancel", async () => {
+    const t = await startTestServer({ maxStreamsPerConnection: 2, maxStreams: 3 });
+    const second = connect(t.server.address, { ownConnection: true });
+    const third = connect(t.server.address, { ownConnection: true });
+    try {
+      const a = subscribe(t, [W]);
+      const b = subscribe(t, [W]);
+      await a.untilSynced();
+      await b.untilSynced();
+      const refused = subscribe(t, [W]);
+      await assert.rejects(refused.untilSynced(), (err: { code: number; details: string }) => {
+        assert.equal(err.code, status.RESOURCE_EXHAUSTED);
+        assert.equal(err.details, "too many open streams on this connection (limit 2)");
+        return true;
+      });
+      const c = subscribe(second, [W]);
+      await c.untilSynced();
+      const overTotal = subscribe(third, [W]);
+      await assert.rejects(overTotal.untilSynced(), (err: { code: number; details: string }) => {
+        assert.equal(err.code, status.RESOURCE_EXHAUSTED);
+        assert.equal(err.details, "too many open streams on this server (limit 3)");
+        return true;
+      });
+      a.call.cancel();
+      const deadline = Date.now() + 5000;
+      while (t.server.openStreams() > 2 && Date.now() < deadline) await sleep(10);
+      const again = subscribe(third, [W]);
+      await again.untilSynced();
+      assert.equal(t.server.openStreams(), 3);
+      for (const reader of [b, c, again]) reader.call.cancel();
+    } finally {
+      second.close();
+      third.close();
+      await t.dispose();
+    }
+  });
+
+  test("too many keys in a subscription, acks in a call or refs in GetStateVersions are INVALID_ARGUMENT", async () => {
+    const t = await startTestServer();
+    try {
+      const keys = Array.from({ length: 101 }, (_, i) => `agent:main:w${i}`);
+      await assertStatus(
+        (async () => {
+          for await (const _ of t.watch.subscribeStaleNotices({ watcherSessionKeys: keys })) assert.fail("no message expected");
+        })(),
+        status.INVALID_ARGUMENT,
+        "at most 100 keys and prefixes",
+      );
+      const acks = Array.from({ length: 1001 }, () => ({ watcherSessionKey: W, target: { key: C }, notifiedVersion: 1n }));
+      await assertStatus(t.watch.ackNotices({ acks }), status.INVALID_ARGUMENT, "acks: at most 1000");
+    } finally {
+      await t.dispose();
+    }
+  });
+});
+
+describe("metrics", () => {
+  test("the endpoint serves the documented series, and they move when work is done", async () => {
+    const t = await startTestServer({ metricsListen: { host: "127.0.0.1", port: 0 } });
+    try {
+      const port = t.server.metricsPort!;
+      const before = await scrape(port);
+      for (const series of [
+        "sessionstate_open_streams 0",
+        "sessionstate_pending_notices 0",
+        'sessionstate_database_bytes{file="db"}',
+        "sessionstate_notices_opened_total 0",
+        "sessionstate_notices_delivered_total 0",
+        "sessionstate_notices_reopened_total 0",
+        "sessionstate_prune_runs_total",
+        "sessionstate_monitor_ticks_total 0",
+        "sessionstate_process_resident_memory_bytes",
+      ]) {
+        assert.ok(before.includes(series), `missing ${series}`);
+      }
+      await t.watch.watch({ watcherSessionKey: W, target: { key: C } });
+      const stream = subscribe(t, [W]);
+      await stream.untilSynced();
+      await t.signalLog.append(human(C));
+      await t.signalLog.append(human(C));
+      const [notice] = await stream.noticesBeforeBarrier();
+      await t.watch.ackNotices({ acks: [{ watcherSessionKey: W, target: { key: C }, notifiedVersion: notice!.notifiedVersion }] });
+      await t.watch.ackNotices({ acks: [{ watcherSessionKey: W, target: { key: C }, notifiedVersion: notice!.notifiedVersion }] });
+      await t.upstream.scanNow({});
+      await t.signalLog.prune({});
+      const after = await scrape(port);
+      assert.equal(value(after, 'sessionstate_appends_total{kind="human_direct_message",result="recorded"}'), 2);
+      assert.equal(value(after, 'sessionstate_acks_total{result="acknowledged"}'), 2, "the barrier's ack counts too");
+      assert.equal(value(after, 'sessionstate_acks_total{result="stale"}'), 1);
+      assert.equal(value(after, "sessionstate_notices_reopened_total"), 1);
+      assert.equal(value(after, "sessionstate_notices_opened_total"), 2, "one for W, one for the barrier watcher");
+      assert.ok(value(after, "sessionstate_notices_delivered_total") >= 2);
+      assert.equal(value(after, "sessionstate_open_streams"), 1);
+      assert.equal(value(after, "sessionstate_pending_notices"), 1);
+      assert.equal(value(after, "sessionstate_monitor_ticks_total"), 1);
+      assert.ok(value(after, "sessionstate_prune_runs_total") >= 2);
+      assert.ok(value(after, 'sessionstate_database_bytes{file="db"}') > 0);
+      assert.ok(
+        value(after, 'sessionstate_rpc_duration_seconds_count{method="/sessionstate.v1.SignalLog/Append",code="OK"}') >= 2,
+      );
+      assert.equal((await fetch(`http://127.0.0.1:${port}/nope`)).status, 404);
+      stream.call.cancel();
+    } finally {
+      await t.dispose();
+    }
+  });
+});
