@@ -13,6 +13,7 @@ import { Watch } from "../gen/sessionstate/v1/watch_pb.js";
 import type { StaleNotice, SubscribeStaleNoticesResponse } from "../gen/sessionstate/v1/watch_pb.js";
 import { createServiceClient, type ServerStreamCall } from "../src/client/service-client.js";
 import type { Clock } from "../src/clock.js";
+import type { AppendInput as StoreAppendInput } from "../src/store/store.js";
 import { defaultConfig, type Config } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { startServer, type RunningServer } from "../src/server.js";
@@ -31,6 +32,21 @@ export function goal(key: string, extra: Partial<AppendInit> = {}): AppendInit {
 /** A human_direct_message append on `key`; `extra` overrides any field. */
 export function human(key: string, extra: Partial<AppendInit> = {}): AppendInit {
   return { session: { key }, kind: EventKind.HUMAN_DIRECT_MESSAGE, actorType: ActorType.HUMAN, summary: "human turn", ...extra } as AppendInit;
+}
+
+/** A store-level append of `kind` on `key` (agent main), for tests that use the store directly. */
+export function storeAppend(key: string, nowMs: number, kind: StoreAppendInput["kind"] = "goal_changed"): StoreAppendInput {
+  return {
+    session: { agentId: "main", key },
+    kind,
+    actorType: kind === "human_direct_message" ? "human" : "agent",
+    summary: "store-level event",
+    occurredAtMs: nowMs,
+    payload: {},
+    notifyWatcherKeys: [],
+    onlyIfWatched: false,
+    nowMs,
+  };
 }
 
 /** A clock the test moves by hand. */

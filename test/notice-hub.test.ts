@@ -5,22 +5,9 @@ import { setImmediate as tick } from "node:timers/promises";
 import { createLogger } from "../src/logger.js";
 import { NoticeHub, type NoticeStreamItem } from "../src/notices/notice-hub.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
-import type { AppendInput } from "../src/store/store.js";
-import { tempDir } from "./helpers.js";
+import { storeAppend, tempDir } from "./helpers.js";
 
-function humanTurn(key: string, nowMs: number): AppendInput {
-  return {
-    session: { agentId: "main", key },
-    kind: "human_direct_message",
-    actorType: "human",
-    summary: "human turn",
-    occurredAtMs: nowMs,
-    payload: {},
-    notifyWatcherKeys: [],
-    onlyIfWatched: false,
-    nowMs,
-  };
-}
+const humanTurn = (key: string, nowMs: number) => storeAppend(key, nowMs, "human_direct_message");
 
 describe("notice hub", () => {
   test("a subscriber that stops reading costs at most one queued entry per pair, and gets one notice per pair when it resumes", async () => {

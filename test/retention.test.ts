@@ -4,22 +4,7 @@ import { describe, test } from "node:test";
 import { createLogger } from "../src/logger.js";
 import { Retention } from "../src/store/retention.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
-import type { AppendInput } from "../src/store/store.js";
-import { FakeClock, dayMs, goal, startTestServer, tempDir } from "./helpers.js";
-
-function input(key: string, nowMs: number): AppendInput {
-  return {
-    session: { agentId: "main", key },
-    kind: "goal_changed",
-    actorType: "agent",
-    summary: "goal updated",
-    occurredAtMs: nowMs,
-    payload: {},
-    notifyWatcherKeys: [],
-    onlyIfWatched: false,
-    nowMs,
-  };
-}
+import { FakeClock, dayMs, goal, startTestServer, storeAppend as input, tempDir } from "./helpers.js";
 
 describe("retention", () => {
   test("a small row cap keeps exactly the newest rows and raises watermarks", async () => {

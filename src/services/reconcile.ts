@@ -6,7 +6,7 @@ import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Store } from "../store/store.js";
 import { authorizeAgents, requireAdmin } from "./authorize.js";
 import { eventToProto, sessionIdFromRef, sessionIdToRef } from "./convert.js";
-import { decodePageToken, encodePageToken, pageSizeOf } from "./page-token.js";
+import { decodePageToken, pageSizeOf, paginate } from "./page-token.js";
 
 /** Most events one SessionStatus answer holds. */
 export const maxStatusEvents = 200;
@@ -57,8 +57,7 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
       const position = decodePageToken("page_token", request.pageToken, 2);
       const after = position === undefined ? undefined : { agentId: position[0]!, key: position[1]! };
       const heads = await store.listSessions({ agentId, after, limit: limit + 1 });
-      const page = heads.slice(0, limit);
-      const last = page.at(-1);
+      const { page, nextPageToken } = paginate(heads, limit, (head) => [head.session.agentId, head.session.key]);
       return {
         sessions: page.map((head) => ({
           session: sessionIdToRef(head.session),
@@ -67,7 +66,7 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
           prunedThrough: BigInt(head.prunedThrough),
           hasUpstream: head.hasUpstream,
         })),
-        nextPageToken: heads.length > limit && last !== undefined ? encodePageToken([last.session.agentId, last.session.key]) : "",
+        nextPageToken,
       };
     },
     getStateVersions: async (request, context) => {

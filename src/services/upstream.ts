@@ -18,7 +18,7 @@ import {
 import { eventTimeOf, optionalText } from "./append-request.js";
 import { authorizeAgents, requireAdmin } from "./authorize.js";
 import { eventToProto, sessionIdFromRef, sessionIdToRef } from "./convert.js";
-import { decodePageToken, encodePageToken, pageSizeOf } from "./page-token.js";
+import { decodePageToken, pageSizeOf, paginate } from "./page-token.js";
 
 /** Longest own text accepted, in UTF-8 bytes. */
 export const maxOwnTextBytes = 256 * 1024;
@@ -164,12 +164,8 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
       const position = decodePageToken("page_token", request.pageToken, 2);
       const after = position === undefined ? undefined : { agentId: position[0]!, key: position[1]! };
       const links = await store.listLinks({ agentId, after, limit: limit + 1 });
-      const page = links.slice(0, limit);
-      const last = page.at(-1);
-      return {
-        links: page.map(linkToProto),
-        nextPageToken: links.length > limit && last !== undefined ? encodePageToken([last.session.agentId, last.session.key]) : "",
-      };
+      const { page, nextPageToken } = paginate(links, limit, (link) => [link.session.agentId, link.session.key]);
+      return { links: page.map(linkToProto), nextPageToken };
     },
     scanNow: async (_request, context) => {
       requireAdmin(context, "ScanNow");

@@ -12,7 +12,7 @@ import type { AckInput, CursorRecord, Store } from "../store/store.js";
 import type { Metrics } from "../metrics.js";
 import { authorizeAgents, authorizeKeys, authorizePrefixes, requireAdmin } from "./authorize.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
-import { decodePageToken, encodePageToken, pageSizeOf } from "./page-token.js";
+import { decodePageToken, pageSizeOf, paginate } from "./page-token.js";
 
 /** Most watcher keys plus prefixes one subscription may name. */
 export const maxSubscriptionFilters = 100;
@@ -120,15 +120,8 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
       const position = decodePageToken("page_token", request.pageToken, 3);
       const after = position === undefined ? undefined : ([position[0]!, position[1]!, position[2]!] as const);
       const cursors = await store.listWatches({ watcherKey, target, after, limit: limit + 1 });
-      const page = cursors.slice(0, limit);
-      const last = page.at(-1);
-      return {
-        cursors: page.map(cursorToProto),
-        nextPageToken:
-          cursors.length > limit && last !== undefined
-            ? encodePageToken([last.watcherKey, last.target.agentId, last.target.key])
-            : "",
-      };
+      const { page, nextPageToken } = paginate(cursors, limit, (c) => [c.watcherKey, c.target.agentId, c.target.key]);
+      return { cursors: page.map(cursorToProto), nextPageToken };
     },
     subscribeStaleNotices: async (request, stream, context) => {
       const filter = filterOf(request.watcherSessionKeys, request.watcherKeyPrefixes);

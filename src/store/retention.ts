@@ -1,5 +1,6 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Clock } from "../clock.js";
+import { SerialQueue } from "../serial-queue.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Store } from "./store.js";
@@ -23,7 +24,7 @@ export interface PruneTotals {
  * event loop free between them; runs never overlap (a request during a run starts after it).
  */
 export class Retention {
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly runs = new SerialQueue();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -47,16 +48,14 @@ export class Retention {
 
   /** Runs retention to completion (after any run in progress) and reports what it removed. */
   runNow(): Promise<PruneTotals> {
-    const run = this.queue.then(() => this.runToCompletion());
-    this.queue = run.catch(() => undefined);
-    return run;
+    return this.runs.run(() => this.runToCompletion());
   }
 
   /** Stops the timer and waits for a run in progress to finish its current step. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== undefined) clearInterval(this.timer);
-    await this.queue;
+    await this.runs.idle();
   }
 
   private async runToCompletion(): Promise<PruneTotals> {

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { stat } from "node:fs/promises";
 import type { Clock } from "../clock.js";
+import { SerialQueue } from "../serial-queue.js";
 import { ServiceError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -61,7 +62,7 @@ function dedupeKeyOf(...parts: string[]): string {
  * if a run started or the link changed while it ran.
  */
 export class UpstreamMonitor {
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly ticks = new SerialQueue();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -93,14 +94,12 @@ export class UpstreamMonitor {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
-    await this.queue;
+    await this.ticks.idle();
   }
 
   /** Runs one tick after any tick in progress. */
   tick(): Promise<TickReport> {
-    const run = this.queue.then(() => this.scanWatchedLinks());
-    this.queue = run.catch(() => undefined);
-    return run;
+    return this.ticks.run(() => this.scanWatchedLinks());
   }
 
   private async scanWatchedLinks(): Promise<TickReport> {
