@@ -49,6 +49,8 @@ export interface RunningServer {
 export interface ServerOptions {
   logger: Logger;
   clock?: Clock;
+  /** For tests: called with the store once it is open. */
+  onStoreOpened?: (store: SqliteStore) => void;
 }
 
 function credentialsOf(config: Config): ServerCredentials {
@@ -65,10 +67,11 @@ function credentialsOf(config: Config): ServerCredentials {
  * Opens the database, builds the services and starts serving. Throws `DatabaseInUseError` when another
  * process owns the database, and the bind error when the address is taken.
  */
-export async function startServer(config: Config, { logger, clock = systemClock }: ServerOptions): Promise<RunningServer> {
+export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened }: ServerOptions): Promise<RunningServer> {
   const log = logger.child({ component: "server" });
   const tokens = config.tokensFile === undefined ? undefined : new TokenRegistry(config.tokensFile);
   const store = SqliteStore.open(config.dbPath, config.durability);
+  onStoreOpened?.(store);
   let edge: RpcEdge | undefined;
   const metrics = new Metrics({
     openStreams: () => edge?.openStreams ?? 0,

@@ -13,6 +13,7 @@ import { Watch } from "../gen/sessionstate/v1/watch_pb.js";
 import type { StaleNotice, SubscribeStaleNoticesResponse } from "../gen/sessionstate/v1/watch_pb.js";
 import { createServiceClient, type ServerStreamCall } from "../src/client/service-client.js";
 import type { Clock } from "../src/clock.js";
+import type { SqliteStore } from "../src/store/sqlite-store.js";
 import type { AppendInput as StoreAppendInput } from "../src/store/store.js";
 import { defaultConfig, type Config } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
@@ -100,6 +101,7 @@ export interface TestServer extends Clients {
 export async function startTestServer(
   overrides: Partial<Config> = {},
   shared?: { clock: FakeClock; dir: { dir: string; remove: () => void } },
+  onStoreOpened?: (store: SqliteStore) => void,
 ): Promise<TestServer> {
   const clock = shared?.clock ?? new FakeClock();
   const dir = shared?.dir ?? tempDir();
@@ -111,7 +113,7 @@ export async function startTestServer(
     logLevel: "silent",
     ...overrides,
   };
-  const server = await startServer(config, { logger: createLogger("silent"), clock });
+  const server = await startServer(config, { logger: createLogger("silent"), clock, ...(onStoreOpened === undefined ? {} : { onStoreOpened }) });
   const clients = connect(server.address);
   let stopped = false;
   const stop = async (): Promise<void> => {

@@ -323,6 +323,19 @@ export class SqliteStore implements Store {
     return this.pruneTx.immediate(policy);
   }
 
+  /**
+   * Caps the database at `pages` pages (SQLite `max_page_count`; it never goes below the current size), or
+   * lifts the cap with `undefined`. Writes beyond the cap fail with SQLITE_FULL, as on a full disk.
+   */
+  limitPages(pages: number | undefined): number {
+    return this.db.pragma(`max_page_count = ${pages ?? 4294967294}`, { simple: true }) as number;
+  }
+
+  /** Runs SQLite's integrity check; "ok" when the file is sound. */
+  integrityCheck(): string {
+    return this.db.pragma("integrity_check", { simple: true }) as string;
+  }
+
   async close(): Promise<void> {
     this.listeners.clear();
     if (this.db.open) this.db.close();
