@@ -20,9 +20,14 @@ export interface CallOptions {
   metadata?: Readonly<Record<string, string>>;
 }
 
-/** A server stream: iterate it for messages; `cancel()` ends it from the client side. */
+/**
+ * A server stream: iterate it for messages; `cancel()` ends it from the client side. `pause()` stops
+ * reading (the server then feels the transport's flow control) until `resume()`.
+ */
 export interface ServerStreamCall<Out> extends AsyncIterable<Out> {
   cancel(): void;
+  pause(): void;
+  resume(): void;
 }
 
 /** A typed client of one generated service; unary methods return promises, server streams iterables. */
