@@ -1,64 +1,126 @@
 /**
- * `npm run bench`: runs the service as its own process (as users run it) and measures append throughput
- * and append -> notice latency. Prints a table and writes bench/results/latest.json. Figures vary on
- * shared machines; compare runs on the same machine.
+ * `npm run bench`: measures sessionstate as users run it (its own process) and reports every headline
+ * figure as a ratio against a baseline measured in the same run, with medians over several rounds.
+ * Writes bench/results/latest.json, bench/results/report.md and bench/results/latency.svg.
+ *
+ * Set BENCH_SERVER_NODE_ARGS (for example "--cpu-prof --cpu-prof-dir=/tmp/prof") to profile the server.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
-import { setTimeout as sleep } from "node:timers/promises";
-import { connect, human } from "../test/helpers.js";
-import { spawnServer } from "../test/process-helpers.js";
+import { fileURLToPath } from "node:url";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { SessionStatusRequestSchema } from "../gen/sessionstate/v1/reconcile_pb.js";
+import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
+import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
+import { SqliteStore } from "../src/store/sqlite-store.js";
+import { connect, human, storeAppend, type Clients } from "../test/helpers.js";
+import { etcdPutRate, etcdWatchLatency, startEtcd } from "./etcd-peer.js";
+import { cpuSeconds, median, percentile, rssMb, sleep, spawnListening, unaryRate, type Listening } from "./lib.js";
 
-const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
+const root = fileURLToPath(new URL("..", import.meta.url));
+const resultsDir = join(root, "bench/results");
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const roundMs = Number(process.env.BENCH_ROUND_MS ?? 2000);
+const work = mkdtempSync(join(tmpdir(), "sessionstate-bench-"));
+const serverNodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const results: Record<string, number | string> = {};
+const rows: string[][] = [];
+const curves: Record<string, number[]> = {};
+
+function row(scenario: string, figure: string, value: string, goal = ""): void {
+  rows.push([scenario, figure, value, goal]);
+  process.stdout.write(`${scenario.padEnd(26)} ${figure.padEnd(46)} ${value.padStart(14)}  ${goal}\n`);
 }
 
-async function appendThroughput(address: string, inFlight: number, durationMs: number): Promise<number> {
-  const client = connect(address);
-  let done = 0;
-  const deadline = performance.now() + durationMs;
-  let key = 0;
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (performance.now() < deadline) {
-        await client.signalLog.append(human(`agent:bench:subagent:s${key++ % 1000}`));
-        done++;
-      }
-    }),
+async function sessionstate(name: string, extra: string[] = []): Promise<Listening> {
+  return spawnListening(
+    join(root, "bin/sessionstate.js"),
+    ["serve", "--db", join(work, `${name}.db`), "--listen", "127.0.0.1:0", "--log-level", "warn", ...extra],
+    serverNodeArgs,
   );
-  client.close();
-  return (done / durationMs) * 1000;
 }
 
-async function noticeLatency(address: string, ratePerSec: number, durationMs: number) {
-  const client = connect(address);
+const appendRequests = Array.from({ length: 1000 }, (_, i) =>
+  Buffer.from(
+    toBinary(
+      AppendRequestSchema,
+      create(AppendRequestSchema, {
+        session: { key: `agent:bench:subagent:s${i}` },
+        kind: EventKind.GOAL_CHANGED,
+        actorType: ActorType.AGENT,
+        summary: "goal updated by the benchmark",
+      }),
+    ),
+  ),
+);
+let nextAppend = 0;
+const appendBytes = (): Buffer => appendRequests[nextAppend++ % appendRequests.length]!;
+
+/** 1. Append throughput vs echo, at 1, 16 and 64 in flight; server CPU per 1,000 appends at 64. */
+async function appendThroughput(echo: Listening): Promise<void> {
+  const server = await sessionstate("throughput");
+  try {
+    for (const inFlight of [1, 16, 64]) {
+      const echoRates: number[] = [];
+      const appendRates: number[] = [];
+      const cpuPerThousand: number[] = [];
+      for (let r = 0; r < rounds; r++) {
+        echoRates.push(await unaryRate(echo.address, "/bench.Echo/Echo", appendBytes, inFlight, roundMs));
+        const cpu = cpuSeconds(server.child.pid!);
+        const rate = await unaryRate(server.address, "/sessionstate.v1.SignalLog/Append", appendBytes, inFlight, roundMs);
+        appendRates.push(rate);
+        cpuPerThousand.push(((cpuSeconds(server.child.pid!) - cpu) / ((rate * roundMs) / 1000)) * 1000);
+      }
+      const ratio = median(appendRates) / median(echoRates);
+      row("append throughput", `${inFlight} in flight: append/s, echo/s`, `${median(appendRates).toFixed(0)} / ${median(echoRates).toFixed(0)}`);
+      row("append throughput", `${inFlight} in flight: ratio to echo`, ratio.toFixed(2), inFlight === 64 ? "goal >= 0.8" : "");
+      results[`append_per_sec_${inFlight}`] = median(appendRates);
+      results[`echo_per_sec_${inFlight}`] = median(echoRates);
+      if (inFlight === 64) {
+        results.append_vs_echo_ratio = ratio;
+        results.append_cpu_s_per_1000 = median(cpuPerThousand);
+      }
+    }
+  } finally {
+    await server.stop();
+  }
+  const full = await sessionstate("throughput-full", ["--durability", "full"]);
+  try {
+    const rates: number[] = [];
+    for (let r = 0; r < rounds; r++) rates.push(await unaryRate(full.address, "/sessionstate.v1.SignalLog/Append", appendBytes, 64, roundMs));
+    results.append_per_sec_64_full = median(rates);
+    row("append throughput", "64 in flight, durability full: append/s", median(rates).toFixed(0));
+  } finally {
+    await full.stop();
+  }
+}
+
+/** 2. Append -> notice latency at a fixed rate over 1,000 watched pairs, the subscriber acking as it receives. */
+async function noticeLatency(clients: Clients, ratePerSec: number, durationMs: number): Promise<number[]> {
   const watchers = Array.from({ length: 10 }, (_, i) => `agent:bench:w${i}`);
   const targets: string[] = [];
   for (const [w, watcher] of watchers.entries()) {
     for (let i = 0; i < 100; i++) {
       const target = `agent:bench:subagent:r${ratePerSec}-${w}-${i}`;
       targets.push(target);
-      await client.watch.watch({ watcherSessionKey: watcher, target: { key: target } });
+      await clients.watch.watch({ watcherSessionKey: watcher, target: { key: target } });
     }
   }
   const sentAt = new Map<bigint, number>();
   const arrivedAt = new Map<bigint, number>();
-  const stream = client.watch.subscribeStaleNotices({ watcherKeyPrefixes: ["agent:bench:w"] });
+  const stream = clients.watch.subscribeStaleNotices({ watcherKeyPrefixes: ["agent:bench:w"] }, { timeoutMs: 600_000 });
   const reading = (async () => {
     try {
       for await (const item of stream) {
         if (item.message.case !== "notice") continue;
         const notice = item.message.value;
         arrivedAt.set(notice.notifiedVersion, performance.now());
-        void client.watch.ackNotices({
-          acks: [{ watcherSessionKey: notice.watcherSessionKey, target: notice.target, notifiedVersion: notice.notifiedVersion }],
-        });
+        clients.watch
+          .ackNotices({ acks: [{ watcherSessionKey: notice.watcherSessionKey, target: notice.target, notifiedVersion: notice.notifiedVersion }] })
+          .catch(() => undefined);
       }
     } catch {
       // cancelled at the end
@@ -69,62 +131,305 @@ async function noticeLatency(address: string, ratePerSec: number, durationMs: nu
   const start = performance.now();
   const appends: Promise<void>[] = [];
   for (let i = 0; i < total; i++) {
-    const due = start + (i * 1000) / ratePerSec;
-    const wait = due - performance.now();
+    const wait = start + (i * 1000) / ratePerSec - performance.now();
     if (wait > 1) await sleep(wait);
     const began = performance.now();
-    appends.push(
-      client.signalLog.append(human(targets[(i * 7919) % targets.length]!)).then((res) => {
-        sentAt.set(res.event!.sequence, began);
-      }),
-    );
+    appends.push(clients.signalLog.append(human(targets[(i * 7919) % targets.length]!)).then((res) => void sentAt.set(res.event!.sequence, began)));
   }
   await Promise.all(appends);
   await sleep(500);
   stream.cancel();
   await reading;
-  client.close();
-  const latencies = [...arrivedAt].flatMap(([sequence, at]) => {
-    const began = sentAt.get(sequence);
-    return began === undefined ? [] : [at - began];
-  });
-  latencies.sort((a, b) => a - b);
-  return {
-    notices: latencies.length,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-    max: latencies.at(-1) ?? Number.NaN,
-  };
+  return [...arrivedAt]
+    .flatMap(([sequence, at]) => {
+      const began = sentAt.get(sequence);
+      return began === undefined ? [] : [at - began];
+    })
+    .sort((a, b) => a - b);
 }
 
-async function main(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), "sessionstate-bench-"));
-  // Extra node flags for the server process (for example --cpu-prof) come from BENCH_SERVER_NODE_ARGS.
-  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "");
-  const server = await spawnServer(["--db", join(dir, "bench.db"), "--listen", "127.0.0.1:0", "--log-level", "warn"], {}, nodeArgs);
+async function noticeLatencies(): Promise<void> {
+  const server = await sessionstate("latency");
+  const clients = connect(server.address);
   try {
-    const rows: Record<string, number> = {};
-    for (const inFlight of [1, 16, 64]) {
-      rows[`append_per_sec_${inFlight}`] = await appendThroughput(server.address, inFlight, 3000);
-      process.stdout.write(`append, ${inFlight} in flight: ${rows[`append_per_sec_${inFlight}`]!.toFixed(0)}/s\n`);
-    }
     for (const rate of [100, 500]) {
-      const latency = await noticeLatency(server.address, rate, 5000);
-      rows[`notice_p50_ms_${rate}`] = latency.p50;
-      rows[`notice_p99_ms_${rate}`] = latency.p99;
-      rows[`notice_max_ms_${rate}`] = latency.max;
-      process.stdout.write(
-        `notice latency at ${rate}/s over 1,000 pairs: p50 ${latency.p50.toFixed(2)} ms, p99 ${latency.p99.toFixed(2)} ms, max ${latency.max.toFixed(2)} ms (${latency.notices} notices)\n`,
+      const latencies = await noticeLatency(clients, rate, 5000);
+      curves[`sessionstate append → notice, ${rate}/s`] = latencies;
+      results[`notice_p50_ms_${rate}`] = percentile(latencies, 50);
+      results[`notice_p99_ms_${rate}`] = percentile(latencies, 99);
+      results[`notice_max_ms_${rate}`] = latencies.at(-1) ?? Number.NaN;
+      row(
+        "notice latency",
+        `${rate}/s over 1,000 pairs: p50 / p99 / max ms`,
+        `${percentile(latencies, 50).toFixed(1)} / ${percentile(latencies, 99).toFixed(1)} / ${(latencies.at(-1) ?? 0).toFixed(1)}`,
+        rate === 500 ? "goal p99 < 5 ms" : "",
       );
     }
-    mkdirSync(resultsDir, { recursive: true });
-    const machine = `${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, node ${process.version}`;
-    writeFileSync(join(resultsDir, "latest.json"), `${JSON.stringify({ ...rows, machine, date: new Date().toISOString() }, null, 2)}\n`);
   } finally {
-    server.child.kill("SIGTERM");
-    await server.exited;
-    rmSync(dir, { recursive: true, force: true });
+    clients.close();
+    await server.stop();
   }
 }
 
-await main();
+/** 3. 10,000 appends to one target with 100 watchers: exactly 100 notices before any ack. */
+async function coalescing(): Promise<void> {
+  const server = await sessionstate("coalescing");
+  const clients = connect(server.address);
+  try {
+    const target = "agent:bench:subagent:hot";
+    for (let i = 0; i < 100; i++) await clients.watch.watch({ watcherSessionKey: `agent:bench:c${i}`, target: { key: target } });
+    let notices = 0;
+    let lastAt = 0;
+    const stream = clients.watch.subscribeStaleNotices({ watcherKeyPrefixes: ["agent:bench:c"] }, { timeoutMs: 600_000 });
+    const reading = (async () => {
+      try {
+        for await (const item of stream) {
+          if (item.message.case === "notice") {
+            notices++;
+            lastAt = performance.now();
+          }
+        }
+      } catch {
+        // cancelled at the end
+      }
+    })();
+    await sleep(200);
+    const request = Buffer.from(
+      toBinary(AppendRequestSchema, create(AppendRequestSchema, { session: { key: target }, kind: EventKind.HUMAN_DIRECT_MESSAGE, actorType: ActorType.HUMAN, summary: "burst" })),
+    );
+    const started = performance.now();
+    let sent = 0;
+    const { Client, credentials } = await import("@grpc/grpc-js");
+    const raw = new Client(server.address, credentials.createInsecure());
+    const pass = (b: Buffer): Buffer => b;
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (sent < 10_000) {
+          sent++;
+          await new Promise<void>((resolve, reject) => raw.makeUnaryRequest("/sessionstate.v1.SignalLog/Append", pass, pass, request, (err) => (err === null ? resolve() : reject(err))));
+        }
+      }),
+    );
+    const appendsMs = performance.now() - started;
+    await sleep(500);
+    stream.cancel();
+    await reading;
+    raw.close();
+    results.coalescing_notices = notices;
+    results.coalescing_delivery_ms = lastAt - started;
+    row("coalescing burst", "10,000 appends, 100 watchers: notices", String(notices), "goal exactly 100");
+    row("coalescing burst", "time to the 100th notice / to all appends, ms", `${(lastAt - started).toFixed(0)} / ${appendsMs.toFixed(0)}`);
+  } finally {
+    clients.close();
+    await server.stop();
+  }
+}
+
+/** 4. SessionStatus with changes_since over a full 50,000-row log vs echo of a same-sized message. */
+async function reconcile(echo: Listening): Promise<void> {
+  const path = join(work, "reconcile.db");
+  const store = SqliteStore.open(path, "normal");
+  for (let i = 0; i < 50_000; i++) await store.append(storeAppend(`agent:bench:r${i % 100}`, Date.now()));
+  await store.close();
+  const server = await spawnListening(join(root, "bin/sessionstate.js"), ["serve", "--db", path, "--listen", "127.0.0.1:0", "--log-level", "warn"], serverNodeArgs);
+  const clients = connect(server.address);
+  try {
+    // Each session holds sequences s, s+100, ...: ask for the 20 events after a random point.
+    const statusRequest = (): Buffer => {
+      const session = Math.floor(Math.random() * 100);
+      const since = BigInt(session + 1 + 100 * Math.floor(Math.random() * 480));
+      return Buffer.from(toBinary(SessionStatusRequestSchema, create(SessionStatusRequestSchema, { session: { key: `agent:bench:r${session}` }, changesSince: since, limit: 20 })));
+    };
+    const sample = await clients.reconcile.sessionStatus({ session: { key: "agent:bench:r7" }, changesSince: 1008n, limit: 20 });
+    const { SessionStatusResponseSchema } = await import("../gen/sessionstate/v1/reconcile_pb.js");
+    const responseSize = toBinary(SessionStatusResponseSchema, sample).length;
+    const echoPayload = Buffer.alloc(responseSize, 1);
+    const echoRates: number[] = [];
+    const statusRates: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      echoRates.push(await unaryRate(echo.address, "/bench.Echo/Echo", () => echoPayload, 64, roundMs));
+      statusRates.push(await unaryRate(server.address, "/sessionstate.v1.Reconcile/SessionStatus", statusRequest, 64, roundMs));
+    }
+    results.reconcile_per_sec = median(statusRates);
+    results.reconcile_vs_echo_ratio = median(statusRates) / median(echoRates);
+    row("reconcile", `20 events (${responseSize} B): status/s, echo/s`, `${median(statusRates).toFixed(0)} / ${median(echoRates).toFixed(0)}`);
+    row("reconcile", "ratio to echo", (median(statusRates) / median(echoRates)).toFixed(2), "goal >= 0.8");
+  } finally {
+    clients.close();
+    await server.stop();
+  }
+}
+
+/** 5 and 6. Start-up with 50,000 events and 100,000 cursors (20,000 pending); then memory. */
+async function startupAndMemory(): Promise<void> {
+  const path = join(work, "startup.db");
+  const store = SqliteStore.open(path, "normal");
+  const now = Date.now();
+  for (let t = 0; t < 1000; t++) {
+    for (let w = 0; w < 100; w++) await store.watch(`agent:bw:w${w}`, { agentId: "bw", key: `agent:bw:t${t}` }, now);
+  }
+  for (let i = 0; i < 49_800; i++) await store.append(storeAppend(`agent:bw:t${i % 1000}`, now, "run_completed"));
+  for (let t = 0; t < 200; t++) await store.append({ ...storeAppend(`agent:bw:t${t}`, now, "human_direct_message"), session: { agentId: "bw", key: `agent:bw:t${t}` } });
+  const pending = await store.countPendingNotices();
+  await store.close();
+
+  const spawnedAt = performance.now();
+  const server = await spawnListening(join(root, "bin/sessionstate.js"), ["serve", "--db", path, "--listen", "127.0.0.1:0", "--log-level", "warn"], serverNodeArgs);
+  const servingMs = performance.now() - spawnedAt;
+  const clients = connect(server.address);
+  try {
+    let delivered = 0;
+    const stream = clients.watch.subscribeStaleNotices({ watcherKeyPrefixes: ["agent:bw:"] }, { timeoutMs: 600_000 });
+    for await (const item of stream) {
+      if (item.message.case === "notice") delivered++;
+      else if (item.message.case === "synced") break;
+    }
+    const allPendingMs = performance.now() - spawnedAt;
+    stream.cancel();
+    results.startup_serving_ms = servingMs;
+    results.startup_all_pending_ms = allPendingMs;
+    row("start-up", `${pending} pending of 100,000 cursors: serving ms`, servingMs.toFixed(0), "goal < 1000 (includes node start)");
+    row("start-up", `all ${delivered} pending notices received, ms`, allPendingMs.toFixed(0), "goal < 2000");
+
+    // 6. Memory with 1,000 open streams.
+    const streams = Array.from({ length: 1000 }, (_, i) => clients.watch.subscribeStaleNotices({ watcherSessionKeys: [`agent:idle:w${i}`] }, { timeoutMs: 600_000 }));
+    await Promise.all(streams.map(async (call) => (await call[Symbol.asyncIterator]().next()).value));
+    await sleep(500);
+    const rss = rssMb(server.child.pid!);
+    results.rss_mb = rss;
+    row("memory", "RSS, 100,000 cursors and 1,000 open streams, MB", rss.toFixed(0), "goal < 250");
+
+    // A subscriber stops reading while 100,000 appends land on 1,000 targets it watches.
+    for (let t = 0; t < 1000; t++) await clients.watch.watch({ watcherSessionKey: "agent:stall:w", target: { key: `agent:stall:t${t}` } });
+    const stalled = clients.watch.subscribeStaleNotices({ watcherSessionKeys: ["agent:stall:w"] }, { timeoutMs: 600_000 });
+    const stalledEvents = stalled as unknown as import("node:stream").Readable;
+    stalledEvents.on("error", () => undefined);
+    await new Promise<void>((resolve) => stalledEvents.once("data", () => resolve()));
+    stalled.pause();
+    const before = rssMb(server.child.pid!);
+    const stallRequests = Array.from({ length: 1000 }, (_, t) =>
+      Buffer.from(toBinary(AppendRequestSchema, create(AppendRequestSchema, { session: { key: `agent:stall:t${t}` }, kind: EventKind.HUMAN_DIRECT_MESSAGE, actorType: ActorType.HUMAN, summary: "while stalled" }))),
+    );
+    let n = 0;
+    const { Client, credentials } = await import("@grpc/grpc-js");
+    const raw = new Client(server.address, credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1 });
+    const pass = (b: Buffer): Buffer => b;
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (n < 100_000) {
+          const request = stallRequests[n++ % 1000]!;
+          await new Promise<void>((resolve, reject) => raw.makeUnaryRequest("/sessionstate.v1.SignalLog/Append", pass, pass, request, (err) => (err === null ? resolve() : reject(err))));
+        }
+      }),
+    );
+    raw.close();
+    await sleep(500);
+    const after = rssMb(server.child.pid!);
+    results.stall_extra_mb = after - before;
+    row("memory", "RSS added by a stalled subscriber over 100,000 appends, MB", (after - before).toFixed(1), "goal < 20");
+    stalled.cancel();
+    for (const call of streams) call.cancel();
+  } finally {
+    clients.close();
+    await server.stop();
+  }
+}
+
+/** 7. etcd doing the same job: a put per event, one prefix watch. Both durability pairings. */
+async function etcdPeer(): Promise<void> {
+  const pairings = [
+    { name: "normal", etcdInMemory: true, sessionstateArgs: [] as string[] },
+    { name: "full", etcdInMemory: false, sessionstateArgs: ["--durability", "full"] },
+  ];
+  for (const pairing of pairings) {
+    const etcd = await startEtcd(pairing.etcdInMemory, 23790, 23800);
+    let etcdRate: { rate: number; cpuPerThousand: number };
+    try {
+      etcdRate = await etcdPutRate(etcd, 64, roundMs, rounds);
+      if (pairing.name === "normal") {
+        const latencies = await etcdWatchLatency(etcd, 500, 5000);
+        curves["etcd put → watch, 500/s"] = latencies;
+        results.etcd_watch_p99_ms_500 = percentile(latencies, 99);
+      }
+    } finally {
+      await etcd.stop();
+    }
+    const server = await sessionstate(`peer-${pairing.name}`, pairing.sessionstateArgs);
+    try {
+      const rates: number[] = [];
+      const cpu: number[] = [];
+      for (let r = 0; r < rounds; r++) {
+        const before = cpuSeconds(server.child.pid!);
+        const rate = await unaryRate(server.address, "/sessionstate.v1.SignalLog/Append", appendBytes, 64, roundMs);
+        rates.push(rate);
+        cpu.push(((cpuSeconds(server.child.pid!) - before) / ((rate * roundMs) / 1000)) * 1000);
+      }
+      const ratio = median(rates) / etcdRate.rate;
+      results[`etcd_throughput_ratio_${pairing.name}`] = ratio;
+      results[`etcd_puts_per_sec_${pairing.name}`] = etcdRate.rate;
+      row("etcd side by side", `${pairing.name}: append/s vs etcd put/s`, `${median(rates).toFixed(0)} / ${etcdRate.rate.toFixed(0)}`);
+      row("etcd side by side", `${pairing.name}: throughput ratio`, ratio.toFixed(2), "goal >= 1");
+      if (pairing.name === "normal") {
+        results.etcd_cpu_ratio = median(cpu) / etcdRate.cpuPerThousand;
+        row("etcd side by side", "server CPU s per 1,000 events: ours / etcd", `${median(cpu).toFixed(3)} / ${etcdRate.cpuPerThousand.toFixed(3)}`);
+        row("etcd side by side", "CPU ratio", (median(cpu) / etcdRate.cpuPerThousand).toFixed(2), "goal < 1");
+      }
+    } finally {
+      await server.stop();
+    }
+  }
+  results.etcd_p99_ratio = Number(results.notice_p99_ms_500) / Number(results.etcd_watch_p99_ms_500);
+  row("etcd side by side", "p99 event → notification at 500/s: ours / etcd ms", `${Number(results.notice_p99_ms_500).toFixed(1)} / ${Number(results.etcd_watch_p99_ms_500).toFixed(1)}`);
+  row("etcd side by side", "p99 ratio", Number(results.etcd_p99_ratio).toFixed(2), "goal < 1");
+}
+
+/** Latency distributions as an SVG chart: cumulative share of notices (y) by latency (x, log scale). */
+function latencyChart(): string {
+  const width = 720;
+  const height = 360;
+  const pad = 50;
+  const colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"];
+  const x = (ms: number) => pad + ((Math.log10(Math.max(ms, 0.1)) + 1) / 4) * (width - 2 * pad); // 0.1 ms .. 1000 ms
+  const y = (share: number) => height - pad - share * (height - 2 * pad);
+  const lines = Object.entries(curves).map(([name, values], i) => {
+    const step = Math.max(1, Math.floor(values.length / 300));
+    const points: string[] = [];
+    for (let j = 0; j < values.length; j += step) points.push(`${x(values[j]!).toFixed(1)},${y((j + 1) / values.length).toFixed(1)}`);
+    return `<polyline fill="none" stroke="${colors[i % colors.length]}" stroke-width="2" points="${points.join(" ")}"/>` +
+      `<text x="${pad + 10}" y="${pad + 16 * i}" fill="${colors[i % colors.length]}" font-size="12">${name} (n=${values.length})</text>`;
+  });
+  const ticks = [0.1, 1, 10, 100, 1000].map((ms) => `<line x1="${x(ms)}" y1="${y(0)}" x2="${x(ms)}" y2="${y(1)}" stroke="#ddd"/><text x="${x(ms) - 10}" y="${height - pad + 16}" font-size="11">${ms} ms</text>`);
+  const shares = [0, 0.5, 0.99].map((s) => `<line x1="${pad}" y1="${y(s)}" x2="${width - pad}" y2="${y(s)}" stroke="#ddd"/><text x="8" y="${y(s) + 4}" font-size="11">${s * 100}%</text>`);
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>${ticks.join("")}${shares.join("")}${lines.join("")}<text x="${width / 2 - 120}" y="${height - 8}" font-size="12">latency (log scale); share of notices at or below</text></svg>\n`;
+}
+
+function report(machine: string, date: string): string {
+  const table = ["| scenario | figure | value | goal |", "| --- | --- | --- | --- |", ...rows.map((r) => `| ${r.join(" | ")} |`)];
+  return `# sessionstate benchmark report\n\n${date}, ${machine}. Server and clients share the machine; every ratio is against a baseline measured in the same run (medians of ${rounds} rounds of ${roundMs} ms).\n\n${table.join("\n")}\n\n![latency distributions](latency.svg)\n`;
+}
+
+async function main(): Promise<void> {
+  const echo = await spawnListening(join(root, "bench/echo-server.ts"), [], ["--import", "tsx"]);
+  try {
+    await appendThroughput(echo);
+    await noticeLatencies();
+    await coalescing();
+    await reconcile(echo);
+    await startupAndMemory();
+  } finally {
+    await echo.stop();
+  }
+  if (process.env.BENCH_SKIP_ETCD === undefined) await etcdPeer();
+  const machine = `${cpus().length} x ${cpus()[0]?.model.trim() ?? "cpu"}, node ${process.version}`;
+  const date = new Date().toISOString();
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(join(resultsDir, "latest.json"), `${JSON.stringify({ ...results, machine, date }, null, 2)}\n`);
+  writeFileSync(join(resultsDir, "report.md"), report(machine, date));
+  writeFileSync(join(resultsDir, "latency.svg"), latencyChart());
+}
+
+try {
+  await main();
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
