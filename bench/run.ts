@@ -269,7 +269,7 @@ async function startupAndMemory(): Promise<void> {
     for (let w = 0; w < 100; w++) await store.watch(`agent:bw:w${w}`, { agentId: "bw", key: `agent:bw:t${t}` }, now);
   }
   for (let i = 0; i < 49_800; i++) await store.append(storeAppend(`agent:bw:t${i % 1000}`, now, "run_completed"));
-  for (let t = 0; t < 200; t++) await store.append({ ...storeAppend(`agent:bw:t${t}`, now, "human_direct_message"), session: { agentId: "bw", key: `agent:bw:t${t}` } });
+  for (let t = 0; t < 200; t++) await store.append(storeAppend(`agent:bw:t${t}`, now, "human_direct_message"));
   const pending = await store.countPendingNotices();
   await store.close();
 

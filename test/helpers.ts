@@ -13,6 +13,7 @@ import { Watch } from "../gen/sessionstate/v1/watch_pb.js";
 import type { StaleNotice, SubscribeStaleNoticesResponse } from "../gen/sessionstate/v1/watch_pb.js";
 import { createServiceClient, type ServerStreamCall } from "../src/client/service-client.js";
 import type { Clock } from "../src/clock.js";
+import { agentIdOfKey } from "../src/model/session-key.js";
 import type { SqliteStore } from "../src/store/sqlite-store.js";
 import type { AppendInput as StoreAppendInput } from "../src/store/store.js";
 import { defaultConfig, type Config } from "../src/config.js";
@@ -35,10 +36,10 @@ export function human(key: string, extra: Partial<AppendInit> = {}): AppendInit 
   return { session: { key }, kind: EventKind.HUMAN_DIRECT_MESSAGE, actorType: ActorType.HUMAN, summary: "human turn", ...extra } as AppendInit;
 }
 
-/** A store-level append of `kind` on `key` (agent main), for tests that use the store directly. */
+/** A store-level append of `kind` on `key` (bare keys: agent main), for tests that use the store directly. */
 export function storeAppend(key: string, nowMs: number, kind: StoreAppendInput["kind"] = "goal_changed"): StoreAppendInput {
   return {
-    session: { agentId: "main", key },
+    session: { agentId: agentIdOfKey(key) ?? "main", key },
     kind,
     actorType: kind === "human_direct_message" ? "human" : "agent",
     summary: "store-level event",

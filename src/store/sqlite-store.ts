@@ -32,10 +32,20 @@ function isWatcherOf(watcherKey: string, session: SessionId): boolean {
   return watcherKey === session.key && watcherKey.startsWith(`agent:${session.agentId}:`);
 }
 
+/** An append waiting for the next group commit. */
+interface QueuedAppend {
+  input: AppendInput;
+  resolve: (outcome: AppendOutcome) => void;
+  reject: (error: unknown) => void;
+}
+
+type AppendResult = { outcome: AppendOutcome; changes: PairChange[] };
+
 /**
  * The SQLite backend. Each method runs one short synchronous transaction (`BEGIN IMMEDIATE` when it
- * writes), so the promise it returns is already settled when the method returns. Pair changes are
- * announced to feed listeners after the transaction commits.
+ * writes). Appends are group-committed: those that arrive in the same turn of the event loop share one
+ * transaction, each inside its own savepoint, so one refused append never affects another and a commit
+ * is paid once per batch. Pair changes are announced to feed listeners after the commit.
  */
 export class SqliteStore implements Store {
   private readonly events: EventTables;
@@ -43,6 +53,8 @@ export class SqliteStore implements Store {
   private readonly links: LinkTables;
   private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
   private readonly appendTx;
+  private readonly appendBatchTx;
+  private queuedAppends: QueuedAppend[] = [];
   private readonly statusTx;
   private readonly deleteTx;
   private readonly pruneTx;
@@ -56,6 +68,16 @@ export class SqliteStore implements Store {
     this.cursors = new CursorTables(db);
     this.links = new LinkTables(db);
     this.appendTx = db.transaction((input: AppendInput) => this.appendInTransaction(input));
+    // Called inside appendBatchTx, appendTx runs as a savepoint: a failing append rolls back alone.
+    this.appendBatchTx = db.transaction((inputs: readonly AppendInput[]) =>
+      inputs.map((input): AppendResult | { error: unknown } => {
+        try {
+          return this.appendTx(input);
+        } catch (error) {
+          return { error };
+        }
+      }),
+    );
     this.statusTx = db.transaction((session: SessionId, changesSince: number | undefined, limit: number) =>
       this.statusInTransaction(session, changesSince, limit),
     );
@@ -137,13 +159,35 @@ export class SqliteStore implements Store {
     return new SqliteStore(openDatabase(path, durability));
   }
 
-  async append(input: AppendInput): Promise<AppendOutcome> {
-    const { outcome, changes } = this.appendTx.immediate(input);
-    this.announce(changes);
-    return outcome;
+  append(input: AppendInput): Promise<AppendOutcome> {
+    return new Promise((resolve, reject) => {
+      this.queuedAppends.push({ input, resolve, reject });
+      if (this.queuedAppends.length === 1) setImmediate(() => this.commitQueuedAppends());
+    });
   }
 
-  private appendInTransaction(input: AppendInput): { outcome: AppendOutcome; changes: PairChange[] } {
+  /** Commits every queued append in one transaction and settles each one's promise. */
+  private commitQueuedAppends(): void {
+    const batch = this.queuedAppends;
+    if (batch.length === 0) return;
+    this.queuedAppends = [];
+    let results: (AppendResult | { error: unknown })[];
+    try {
+      results = this.appendBatchTx.immediate(batch.map((queued) => queued.input));
+    } catch (error) {
+      for (const queued of batch) queued.reject(error);
+      return;
+    }
+    const changes: PairChange[] = [];
+    results.forEach((result, i) => {
+      if ("error" in result) return batch[i]!.reject(result.error);
+      changes.push(...result.changes);
+      batch[i]!.resolve(result.outcome);
+    });
+    this.announce(changes);
+  }
+
+  private appendInTransaction(input: AppendInput): AppendResult {
     if (input.dedupeKey !== undefined) {
       const existing = this.events.eventByDedupeKey(input.dedupeKey);
       if (existing !== undefined) {
@@ -337,6 +381,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.commitQueuedAppends();
     this.listeners.clear();
     if (this.db.open) this.db.close();
   }

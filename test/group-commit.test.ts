@@ -1,0 +1,60 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { SqliteStore } from "../src/store/sqlite-store.js";
+import type { AppendInput } from "../src/store/store.js";
+import { storeAppend, tempDir } from "./helpers.js";
+
+describe("group commit", () => {
+  test("appends committed together stay isolated: a failing one rolls back alone, in order", async () => {
+    const dir = tempDir();
+    const store = SqliteStore.open(join(dir.dir, "group.db"), "normal");
+    try {
+      const broken = { ...storeAppend("agent:main:b", 1), summary: null } as unknown as AppendInput;
+      const results = await Promise.allSettled([
+        store.append(storeAppend("agent:main:a", 1)),
+        store.append(broken),
+        store.append(storeAppend("agent:main:c", 1)),
+        store.append({ ...storeAppend("agent:main:d", 1), dedupeKey: "same" }),
+        store.append({ ...storeAppend("agent:main:d", 1), dedupeKey: "same" }),
+      ]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ["fulfilled", "rejected", "fulfilled", "fulfilled", "fulfilled"],
+      );
+      const outcome = (i: number) => (results[i] as PromiseFulfilledResult<Awaited<ReturnType<SqliteStore["append"]>>>).value;
+      const sequenceOf = (i: number) => {
+        const value = outcome(i);
+        return value.recorded ? value.event.sequence : -1;
+      };
+      assert.deepEqual([sequenceOf(0), sequenceOf(2), sequenceOf(3), sequenceOf(4)], [1, 2, 3, 3]);
+      const duplicate = outcome(4);
+      assert.equal(duplicate.recorded && duplicate.deduplicated, true, "a duplicate in the same batch sees the first");
+      assert.equal((await store.sessionStatus({ agentId: "main", key: "agent:main:b" }, 0, 10)).stateVersion, 0);
+      assert.deepEqual(await store.getStateVersions([
+        { agentId: "main", key: "agent:main:a" },
+        { agentId: "main", key: "agent:main:c" },
+      ]), [1, 2]);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  test("closing the store commits appends still queued", async () => {
+    const dir = tempDir();
+    const path = join(dir.dir, "queued.db");
+    const store = SqliteStore.open(path, "normal");
+    const pending = store.append(storeAppend("agent:main:q", 1));
+    await store.close();
+    const outcome = await pending;
+    assert.equal(outcome.recorded, true);
+    const reopened = SqliteStore.open(path, "normal");
+    try {
+      assert.deepEqual(await reopened.getStateVersions([{ agentId: "main", key: "agent:main:q" }]), [1]);
+    } finally {
+      await reopened.close();
+      dir.remove();
+    }
+  });
+});
