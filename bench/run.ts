@@ -274,7 +274,11 @@ async function startupAndMemory(): Promise<void> {
   await store.close();
 
   const spawnedAt = performance.now();
-  const server = await spawnListening(join(root, "bin/sessionstate.js"), ["serve", "--db", path, "--listen", "127.0.0.1:0", "--log-level", "warn"], serverNodeArgs);
+  const server = await spawnListening(
+    join(root, "bin/sessionstate.js"),
+    ["serve", "--db", path, "--listen", "127.0.0.1:0", "--log-level", "warn", "--max-streams-per-connection", "2000"],
+    serverNodeArgs,
+  );
   const servingMs = performance.now() - spawnedAt;
   const clients = connect(server.address);
   try {
