@@ -36,13 +36,17 @@ export async function startEtcd(inMemory: boolean, clientPort: number, peerPort:
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   const exited = new Promise((resolve) => child.once("exit", resolve));
+  const spawnFailed = new Promise<never>((_, reject) =>
+    child.once("error", (err) => reject(new Error(`cannot run etcd (apt-get install etcd-server, or set BENCH_SKIP_ETCD=1): ${err.message}`))),
+  );
+  spawnFailed.catch(() => undefined);
   const etcd = new Etcd3({ hosts: client });
   for (let attempt = 0; ; attempt++) {
     try {
-      await etcd.put("bench/ready").value("1");
+      await Promise.race([etcd.put("bench/ready").value("1").exec(), spawnFailed]);
       break;
     } catch (err) {
-      if (attempt > 100) throw new Error(`etcd did not start: ${(err as Error).message}`);
+      if ((err as Error).message.startsWith("cannot run etcd") || attempt > 100) throw new Error(`etcd did not start: ${(err as Error).message}`);
       await sleep(100);
     }
   }
