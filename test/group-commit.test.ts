@@ -58,3 +58,34 @@ describe("group commit", () => {
     }
   });
 });
+
+describe("group commit on a full database", () => {
+  test("every append of a batch is either stored and resolved, or not stored and rejected", async () => {
+    const dir = tempDir();
+    const store = SqliteStore.open(join(dir.dir, "full.db"), "normal");
+    try {
+      for (let i = 0; i < 20; i++) await store.append(storeAppend(`agent:main:seed${i}`, 1));
+      store.limitPages(1);
+      const inputs = Array.from({ length: 300 }, (_, i) => ({
+        ...storeAppend(`agent:main:big${i}`, 1),
+        runId: "r".repeat(2000),
+        summary: "s".repeat(200),
+      }));
+      const results = await Promise.allSettled(inputs.map((input) => store.append(input)));
+      const rejected = results.filter((r) => r.status === "rejected");
+      assert.ok(rejected.length > 0, "the database filled up");
+      for (const r of rejected) assert.equal((r as PromiseRejectedResult).reason.code, "SQLITE_FULL");
+      store.limitPages(undefined);
+      const versions = await store.getStateVersions(inputs.map((input) => input.session));
+      results.forEach((result, i) => {
+        if (result.status === "fulfilled") assert.ok(versions[i] !== undefined, `resolved append ${i} is stored`);
+        else assert.equal(versions[i], undefined, `rejected append ${i} is not stored`);
+      });
+      assert.equal(store.integrityCheck(), "ok");
+      assert.equal((await store.append(storeAppend("agent:main:after", 1))).recorded, true);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+});

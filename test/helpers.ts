@@ -158,6 +158,28 @@ export function assertNoInternals(details: string): void {
   assert.doesNotMatch(details, /SELECT|INSERT|UPDATE|DELETE FROM|sqlite|\bat .+:\d+:\d+|TypeError|ReferenceError/i);
 }
 
+/**
+ * Brings every cursor (at most 1,000) up to its target's head with acks that say `reconciled_through =
+ * head`, the way a watcher that reconciled everything would. Returns the heads.
+ */
+export async function reconcileEveryCursor(clients: Clients, targets: readonly string[]): Promise<Map<string, bigint>> {
+  const heads = new Map<string, bigint>();
+  for (const target of targets) heads.set(target, (await clients.reconcile.sessionStatus({ session: { key: target } })).stateVersion);
+  for (let round = 0; round < 50; round++) {
+    const pending = (await clients.watch.listWatches({ pageSize: 1000 })).cursors.filter((c) => c.notifiedVersion > c.ackedVersion);
+    if (pending.length === 0) break;
+    await clients.watch.ackNotices({
+      acks: pending.map((c) => ({
+        watcherSessionKey: c.watcherSessionKey,
+        target: c.target,
+        notifiedVersion: c.notifiedVersion,
+        reconciledThrough: heads.get(c.target!.key)!,
+      })),
+    });
+  }
+  return heads;
+}
+
 /** Reads a notice stream in the background so a test can await its messages one at a time. */
 export class NoticeReader {
   private readonly items: SubscribeStaleNoticesResponse[] = [];

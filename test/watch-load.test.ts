@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { StaleNotice } from "../gen/sessionstate/v1/watch_pb.js";
-import { connect, human, startTestServer } from "./helpers.js";
+import { connect, human, reconcileEveryCursor, startTestServer } from "./helpers.js";
 
 /** Polls `condition` every few milliseconds until it holds; fails after `timeoutMs`. */
 async function eventually(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
@@ -80,21 +80,7 @@ describe("Watch under load", () => {
       );
 
       // Final reconciliation: every watcher catches up to each target's head.
-      const heads = new Map<string, bigint>();
-      for (const target of targets) heads.set(target, (await t.reconcile.sessionStatus({ session: { key: target } })).stateVersion);
-      for (let round = 0; round < 20; round++) {
-        const cursors = (await t.watch.listWatches({ pageSize: 1000 })).cursors;
-        const pending = cursors.filter((c) => c.notifiedVersion > c.ackedVersion);
-        if (pending.length === 0) break;
-        await t.watch.ackNotices({
-          acks: pending.map((c) => ({
-            watcherSessionKey: c.watcherSessionKey,
-            target: c.target,
-            notifiedVersion: c.notifiedVersion,
-            reconciledThrough: heads.get(c.target!.key)!,
-          })),
-        });
-      }
+      const heads = await reconcileEveryCursor(t, targets);
       const cursors = (await t.watch.listWatches({ pageSize: 1000 })).cursors;
       assert.equal(cursors.length, watchers.length * targets.length);
       for (const cursor of cursors) {

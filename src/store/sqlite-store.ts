@@ -74,6 +74,9 @@ export class SqliteStore implements Store {
         try {
           return this.appendTx(input);
         } catch (error) {
+          // Some failures (SQLITE_FULL, I/O errors) make SQLite roll back the whole transaction: then no
+          // append of this batch is stored, and all of them must fail.
+          if (!this.db.inTransaction) throw error;
           return { error };
         }
       }),

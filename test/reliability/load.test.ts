@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { describe, test } from "node:test";
-import { connect, human, tempDir } from "../helpers.js";
+import { connect, human, reconcileEveryCursor, tempDir } from "../helpers.js";
 import { spawnServer } from "../process-helpers.js";
 import { durationMs, percentile } from "./reliability-helpers.js";
 
@@ -71,20 +71,7 @@ describe("load", () => {
       const p99 = percentile(latenciesMs, 99);
 
       // Catch every watcher up to each head, then check the cursors.
-      const heads = new Map<string, bigint>();
-      for (const target of targets) heads.set(target, (await admin.reconcile.sessionStatus({ session: { key: target } })).stateVersion);
-      for (let round = 0; round < 50; round++) {
-        const pending = (await admin.watch.listWatches({ pageSize: 1000 })).cursors.filter((c) => c.notifiedVersion > c.ackedVersion);
-        if (pending.length === 0) break;
-        await admin.watch.ackNotices({
-          acks: pending.map((c) => ({
-            watcherSessionKey: c.watcherSessionKey,
-            target: c.target,
-            notifiedVersion: c.notifiedVersion,
-            reconciledThrough: heads.get(c.target!.key)!,
-          })),
-        });
-      }
+      const heads = await reconcileEveryCursor(admin, targets);
       const cursors = (await admin.watch.listWatches({ pageSize: 1000 })).cursors;
       assert.equal(cursors.length, watchers.length * targets.length);
       for (const c of cursors) {
