@@ -63,10 +63,18 @@ export function median(values: readonly number[]): number {
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Saturated unary throughput: `inFlight` loops send pre-encoded `request` bytes to `path` for `durationMs`.
+ * Saturated unary throughput: `inFlight` loops send pre-encoded `request` bytes to `path` for `durationMs`
+ * (or until `done()` says so).
  * The same raw client serves every server measured, so only the server differs.
  */
-export async function unaryRate(address: string, path: string, request: () => Buffer, inFlight: number, durationMs: number): Promise<number> {
+export async function unaryRate(
+  address: string,
+  path: string,
+  request: () => Buffer,
+  inFlight: number,
+  durationMs: number,
+  done: () => boolean = () => false,
+): Promise<number> {
   const client = new Client(address, credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1 });
   const pass = (bytes: Buffer): Buffer => bytes;
   const call = (bytes: Buffer) =>
@@ -74,18 +82,18 @@ export async function unaryRate(address: string, path: string, request: () => Bu
       client.makeUnaryRequest(path, pass, pass, bytes, (err) => (err === null ? resolve() : reject(err))),
     );
   await call(request()); // connect before timing
-  let done = 0;
+  let calls = 0;
   const deadline = performance.now() + durationMs;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
-      while (performance.now() < deadline) {
+      while (performance.now() < deadline && !done()) {
         await call(request());
-        done++;
+        calls++;
       }
     }),
   );
-  const rate = (done / (performance.now() - started)) * 1000;
+  const rate = (calls / (performance.now() - started)) * 1000;
   client.close();
   return rate;
 }

@@ -303,40 +303,59 @@ async function startupAndMemory(): Promise<void> {
     results.rss_mb = rss;
     row("memory", "RSS, 100,000 cursors and 1,000 open streams, MB", rss.toFixed(0), "goal < 250");
 
-    // A subscriber stops reading while 100,000 appends land on 1,000 targets it watches.
-    for (let t = 0; t < 1000; t++) await clients.watch.watch({ watcherSessionKey: "agent:stall:w", target: { key: `agent:stall:t${t}` } });
-    const stalled = clients.watch.subscribeStaleNotices({ watcherSessionKeys: ["agent:stall:w"] }, { timeoutMs: 600_000 });
-    const stalledEvents = stalled as unknown as import("node:stream").Readable;
-    stalledEvents.on("error", () => undefined);
-    await new Promise<void>((resolve) => stalledEvents.once("data", () => resolve()));
-    stalled.pause();
-    const before = rssMb(server.child.pid!);
-    const stallRequests = Array.from({ length: 1000 }, (_, t) =>
-      Buffer.from(toBinary(AppendRequestSchema, create(AppendRequestSchema, { session: { key: `agent:stall:t${t}` }, kind: EventKind.HUMAN_DIRECT_MESSAGE, actorType: ActorType.HUMAN, summary: "while stalled" }))),
-    );
-    let n = 0;
-    const { Client, credentials } = await import("@grpc/grpc-js");
-    const raw = new Client(server.address, credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1 });
-    const pass = (b: Buffer): Buffer => b;
-    await Promise.all(
-      Array.from({ length: 64 }, async () => {
-        while (n < 100_000) {
-          const request = stallRequests[n++ % 1000]!;
-          await new Promise<void>((resolve, reject) => raw.makeUnaryRequest("/sessionstate.v1.SignalLog/Append", pass, pass, request, (err) => (err === null ? resolve() : reject(err))));
-        }
-      }),
-    );
-    raw.close();
-    await sleep(500);
-    const after = rssMb(server.child.pid!);
-    results.stall_extra_mb = after - before;
-    row("memory", "RSS added by a stalled subscriber over 100,000 appends, MB", (after - before).toFixed(1), "goal < 20");
-    stalled.cancel();
     for (const call of streams) call.cancel();
   } finally {
     clients.close();
     await server.stop();
   }
+}
+
+/**
+ * RSS growth of a fresh server while 100,000 appends land on 1,000 targets watched by one watcher, with
+ * that watcher's subscriber reading (`stall` false) or stalled. The stall's cost is the difference.
+ */
+async function rssGrowthOverAppends(stall: boolean): Promise<number> {
+  const server = await sessionstate(`memory-${stall ? "stalled" : "reading"}`);
+  const clients = connect(server.address);
+  try {
+    for (let t = 0; t < 1000; t++) await clients.watch.watch({ watcherSessionKey: "agent:stall:w", target: { key: `agent:stall:t${t}` } });
+    const call = clients.watch.subscribeStaleNotices({ watcherSessionKeys: ["agent:stall:w"] }, { timeoutMs: 600_000 });
+    const events = call as unknown as import("node:stream").Readable;
+    events.on("error", () => undefined);
+    // The reading subscriber acks what it gets, so notices keep flowing; the stalled one reads nothing more.
+    events.on("data", (item: { message: { case: string; value: { target?: unknown; notifiedVersion?: bigint } } }) => {
+      if (stall) call.pause();
+      else if (item.message.case === "notice") {
+        clients.watch
+          .ackNotices({ acks: [{ watcherSessionKey: "agent:stall:w", target: item.message.value.target as never, notifiedVersion: item.message.value.notifiedVersion! }] })
+          .catch(() => undefined);
+      }
+    });
+    await sleep(500);
+    const before = rssMb(server.child.pid!);
+    const requests = Array.from({ length: 1000 }, (_, t) =>
+      Buffer.from(toBinary(AppendRequestSchema, create(AppendRequestSchema, { session: { key: `agent:stall:t${t}` }, kind: EventKind.HUMAN_DIRECT_MESSAGE, actorType: ActorType.HUMAN, summary: "while stalled" }))),
+    );
+    let n = 0;
+    await unaryRate(server.address, "/sessionstate.v1.SignalLog/Append", () => requests[n++ % 1000]!, 64, 1e9, () => n >= 100_000);
+    await sleep(500);
+    const growth = rssMb(server.child.pid!) - before;
+    call.cancel();
+    return growth;
+  } finally {
+    clients.close();
+    await server.stop();
+  }
+}
+
+async function stallMemory(): Promise<void> {
+  const reading = await rssGrowthOverAppends(false);
+  const stalled = await rssGrowthOverAppends(true);
+  results.rss_growth_reading_mb = reading;
+  results.rss_growth_stalled_mb = stalled;
+  results.stall_extra_mb = stalled - reading;
+  row("memory", "RSS growth over 100,000 appends: reading / stalled, MB", `${reading.toFixed(1)} / ${stalled.toFixed(1)}`);
+  row("memory", "added by the stall, MB", (stalled - reading).toFixed(1), "goal < 20");
 }
 
 /** 7. etcd doing the same job: a put per event, one prefix watch. Both durability pairings. */
@@ -420,6 +439,7 @@ async function main(): Promise<void> {
     await coalescing();
     await reconcile(echo);
     await startupAndMemory();
+    await stallMemory();
   } finally {
     await echo.stop();
   }
