@@ -37,8 +37,8 @@ class Subscription {
 
   constructor(readonly filter: NoticeFilter) {}
 
-  matches(watcherKey: string): boolean {
-    return this.filter.watcherKeys.includes(watcherKey) || this.filter.prefixes.some((prefix) => watcherKey.startsWith(prefix));
+  matchesPrefix(watcherKey: string): boolean {
+    return this.filter.prefixes.some((prefix) => watcherKey.startsWith(prefix));
   }
 
   markDirty(change: PairChange): void {
@@ -174,7 +174,7 @@ export class NoticeHub {
     try {
       for (const change of changes) {
         for (const sub of this.byWatcher.get(change.watcherKey) ?? []) sub.markDirty(change);
-        for (const sub of this.byPrefix) if (sub.matches(change.watcherKey)) sub.markDirty(change);
+        for (const sub of this.byPrefix) if (sub.matchesPrefix(change.watcherKey)) sub.markDirty(change);
       }
     } catch (err) {
       // The feed runs inside the writer's call: a delivery fault must never fail the write.

@@ -1,6 +1,7 @@
 import { ServiceError } from "../errors.js";
 import type { Principal } from "../model/principal.js";
-import { agentIdOfKey, defaultAgentId } from "../model/session-key.js";
+import { agentIdOfKey, defaultAgentId, normalizeAgentId, type SessionId } from "../model/session-key.js";
+import { decodePageToken, pageSizeOf } from "./page-token.js";
 import type { CallContext } from "../rpc/service-adapter.js";
 
 function deny(what: string, principal: Principal): never {
@@ -30,6 +31,23 @@ export function authorizePrefixes(context: CallContext, prefixes: Iterable<strin
     const agentId = agentIdOfKey(`${prefix}x`);
     if (agentId === undefined || !principal.agents.has(agentId)) deny(`watcher prefix "${prefix}"`, principal);
   }
+}
+
+/**
+ * Reads the paging request of a listing by agent (ListSessions, ListUpstreamLinks): an agent filter needs
+ * that agent's scope, no filter needs admin. Returns the filter, page size and position after which to start.
+ */
+export function agentPageOf(
+  context: CallContext,
+  request: { agentId: string; pageSize: number; pageToken: string },
+  what: string,
+): { agentId?: string; limit: number; after?: SessionId } {
+  const agentId = request.agentId.trim() === "" ? undefined : normalizeAgentId("agent_id", request.agentId);
+  if (agentId === undefined) requireAdmin(context, `${what} across agents`);
+  else authorizeAgents(context, [agentId]);
+  const limit = pageSizeOf("page_size", request.pageSize);
+  const position = decodePageToken("page_token", request.pageToken, 2);
+  return { agentId, limit, after: position === undefined ? undefined : { agentId: position[0]!, key: position[1]! } };
 }
 
 /** Refuses unless the caller is an admin (or auth is off). */

@@ -1,12 +1,11 @@
 import type { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ServiceError, invalidArgument } from "../errors.js";
-import { normalizeAgentId } from "../model/session-key.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Store } from "../store/store.js";
-import { authorizeAgents, requireAdmin } from "./authorize.js";
+import { agentPageOf, authorizeAgents } from "./authorize.js";
 import { eventToProto, sessionIdFromRef, sessionIdToRef } from "./convert.js";
-import { decodePageToken, pageSizeOf, paginate } from "./page-token.js";
+import { paginate } from "./page-token.js";
 
 /** Most events one SessionStatus answer holds. */
 export const maxStatusEvents = 200;
@@ -50,12 +49,7 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
       };
     },
     listSessions: async (request, context) => {
-      const agentId = request.agentId.trim() === "" ? undefined : normalizeAgentId("agent_id", request.agentId);
-      if (agentId === undefined) requireAdmin(context, "ListSessions across agents");
-      else authorizeAgents(context, [agentId]);
-      const limit = pageSizeOf("page_size", request.pageSize);
-      const position = decodePageToken("page_token", request.pageToken, 2);
-      const after = position === undefined ? undefined : { agentId: position[0]!, key: position[1]! };
+      const { agentId, limit, after } = agentPageOf(context, request, "ListSessions");
       const heads = await store.listSessions({ agentId, after, limit: limit + 1 });
       const { page, nextPageToken } = paginate(heads, limit, (head) => [head.session.agentId, head.session.key]);
       return {

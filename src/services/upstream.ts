@@ -3,7 +3,6 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { RemoteItemKind, type Upstream, type UpstreamLinkSchema } from "../../gen/sessionstate/v1/upstream_pb.js";
 import type { Clock } from "../clock.js";
 import { ServiceError, invalidArgument } from "../errors.js";
-import { normalizeAgentId } from "../model/session-key.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { LinkRecord, Store } from "../store/store.js";
 import { normalizeUserText, type SessionActivity } from "../upstream/session-activity.js";
@@ -16,9 +15,9 @@ import {
   type UpstreamMonitor,
 } from "../upstream/upstream-monitor.js";
 import { eventTimeOf, optionalText } from "./append-request.js";
-import { authorizeAgents, requireAdmin } from "./authorize.js";
+import { agentPageOf, authorizeAgents, requireAdmin } from "./authorize.js";
 import { eventToProto, sessionIdFromRef, sessionIdToRef } from "./convert.js";
-import { decodePageToken, pageSizeOf, paginate } from "./page-token.js";
+import { paginate } from "./page-token.js";
 
 /** Longest own text accepted, in UTF-8 bytes. */
 export const maxOwnTextBytes = 256 * 1024;
@@ -157,12 +156,7 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
       return { humanTurns: result.humanTurns, event: result.event === undefined ? undefined : eventToProto(result.event) };
     },
     listUpstreamLinks: async (request, context) => {
-      const agentId = request.agentId.trim() === "" ? undefined : normalizeAgentId("agent_id", request.agentId);
-      if (agentId === undefined) requireAdmin(context, "ListUpstreamLinks across agents");
-      else authorizeAgents(context, [agentId]);
-      const limit = pageSizeOf("page_size", request.pageSize);
-      const position = decodePageToken("page_token", request.pageToken, 2);
-      const after = position === undefined ? undefined : { agentId: position[0]!, key: position[1]! };
+      const { agentId, limit, after } = agentPageOf(context, request, "ListUpstreamLinks");
       const links = await store.listLinks({ agentId, after, limit: limit + 1 });
       const { page, nextPageToken } = paginate(links, limit, (link) => [link.session.agentId, link.session.key]);
       return { links: page.map(linkToProto), nextPageToken };

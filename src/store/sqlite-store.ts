@@ -23,10 +23,6 @@ import type {
   Store,
 } from "./store.js";
 
-function sameSession(a: SessionId, b: SessionId): boolean {
-  return a.agentId === b.agentId && a.key === b.key;
-}
-
 /** The session a watcher key stands for: agent-qualified keys carry their agent id. */
 function isWatcherOf(watcherKey: string, session: SessionId): boolean {
   return watcherKey === session.key && watcherKey.startsWith(`agent:${session.agentId}:`);
