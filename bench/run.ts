@@ -3,7 +3,8 @@
  * figure as a ratio against a baseline measured in the same run, with medians over several rounds.
  * Writes bench/results/latest.json, bench/results/report.md and bench/results/latency.svg.
  *
- * Set BENCH_SERVER_NODE_ARGS (for example "--cpu-prof --cpu-prof-dir=/tmp/prof") to profile the server.
+ * Set BENCH_SERVER_NODE_ARGS (for example "--cpu-prof --cpu-prof-dir=/tmp/prof") to profile the server,
+ * and BENCH_ONLY (for example "reconcile,latency") to run some scenarios only: then nothing is written.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
@@ -25,6 +26,11 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const roundMs = Number(process.env.BENCH_ROUND_MS ?? 2000);
 const work = mkdtempSync(join(tmpdir(), "sessionstate-bench-"));
 const serverNodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
+const scenarios = ["throughput", "latency", "coalescing", "reconcile", "startup", "stall", "etcd"] as const;
+const only = process.env.BENCH_ONLY?.split(",").map((name) => name.trim());
+const unknownScenario = only?.find((name) => !(scenarios as readonly string[]).includes(name));
+if (unknownScenario !== undefined) throw new Error(`BENCH_ONLY: unknown scenario ${unknownScenario} (known: ${scenarios.join(", ")})`);
+const runs = (scenario: (typeof scenarios)[number]): boolean => only === undefined || only.includes(scenario);
 
 const results: Record<string, number | string> = {};
 const rows: string[][] = [];
@@ -434,16 +440,17 @@ function report(machine: string, date: string): string {
 async function main(): Promise<void> {
   const echo = await spawnListening(join(root, "bench/echo-server.ts"), [], ["--import", "tsx"]);
   try {
-    await appendThroughput(echo);
-    await noticeLatencies();
-    await coalescing();
-    await reconcile(echo);
-    await startupAndMemory();
-    await stallMemory();
+    if (runs("throughput")) await appendThroughput(echo);
+    if (runs("latency")) await noticeLatencies();
+    if (runs("coalescing")) await coalescing();
+    if (runs("reconcile")) await reconcile(echo);
+    if (runs("startup")) await startupAndMemory();
+    if (runs("stall")) await stallMemory();
   } finally {
     await echo.stop();
   }
-  if (process.env.BENCH_SKIP_ETCD === undefined) await etcdPeer();
+  if (process.env.BENCH_SKIP_ETCD === undefined && runs("etcd")) await etcdPeer();
+  if (only !== undefined) return;
   const machine = `${cpus().length} x ${cpus()[0]?.model.trim() ?? "cpu"}, node ${process.version}`;
   const date = new Date().toISOString();
   mkdirSync(resultsDir, { recursive: true });
