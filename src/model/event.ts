@@ -59,6 +59,8 @@ export interface StoredEvent {
   summary: string;
   occurredAtMs: number;
   payload: EventPayload;
+  /** The event as StateEvent wire bytes (see `encodeStateEvent`), kept with the event. */
+  wire: Uint8Array;
 }
 
 /** How far back an event time may reach. */

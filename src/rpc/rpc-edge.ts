@@ -22,6 +22,7 @@ import {
   type UnaryHandler,
 } from "./service-adapter.js";
 import { statusFromError } from "./status-from-error.js";
+import { WireMessage } from "./wire-message.js";
 
 type Status = Pick<StatusObject, "code" | "details">;
 
@@ -56,7 +57,10 @@ function authenticateCall(
 }
 
 function encode<O extends DescMessage>(schema: O, init: MessageInitShape<O>): Buffer {
-  const bytes = toBinary(schema, create(schema, init));
+  return asBuffer(toBinary(schema, create(schema, init)));
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
@@ -170,7 +174,7 @@ export class RpcEdge {
       };
       Promise.resolve()
         .then(() => handler(decoded.request as never, context))
-        .then((response) => encode(method.output, response))
+        .then((response) => (response instanceof WireMessage ? asBuffer(response.bytes) : encode(method.output, response)))
         .then(
           (bytes) => callback(null, bytes),
           (err: unknown) => callback(statusFromError(err, this.log, path)),

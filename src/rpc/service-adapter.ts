@@ -2,6 +2,7 @@ import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageSha
 import type { GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
 import type { Principal } from "../model/principal.js";
+import type { WireMessage } from "./wire-message.js";
 
 /** What a handler learns about its call. */
 export interface CallContext {
@@ -21,11 +22,14 @@ export interface ServerStream<Out> {
   drained(): Promise<void>;
 }
 
-/** A unary handler: returns the response, or throws (a `ServiceError` for expected refusals). */
+/**
+ * A unary handler: returns the response (as a message, or already encoded), or throws (a `ServiceError`
+ * for expected refusals).
+ */
 export type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
   request: MessageShape<I>,
   context: CallContext,
-) => Promise<MessageInitShape<O>>;
+) => Promise<MessageInitShape<O> | WireMessage<O>>;
 
 /** A server-streaming handler: sends on `stream`, resolves to end the stream with OK, or throws. */
 export type ServerStreamHandler<I extends DescMessage, O extends DescMessage> = (

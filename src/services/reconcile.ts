@@ -1,10 +1,11 @@
-import type { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
+import { SessionStatusResponseSchema, StateChangesSchema, type Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ServiceError, invalidArgument } from "../errors.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Store } from "../store/store.js";
 import { agentPageOf, authorizeAgents } from "./authorize.js";
-import { eventToProto, sessionIdFromRef, sessionIdToRef } from "./convert.js";
+import { composeMessage, WireMessage } from "../rpc/wire-message.js";
+import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { paginate } from "./page-token.js";
 
 /** Most events one SessionStatus answer holds. */
@@ -33,20 +34,22 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
           `changes_since ${since} is above the session's state version ${status.stateVersion}`,
         );
       }
+      const head = { session: sessionIdToRef(session), stateVersion: BigInt(status.stateVersion) };
       const changes = status.changes;
-      return {
-        session: sessionIdToRef(session),
-        stateVersion: BigInt(status.stateVersion),
-        stateChanges:
-          changes === undefined
-            ? undefined
-            : {
-                events: changes.events.map(eventToProto),
-                historyGap: changes.historyGap,
-                truncated: changes.truncated,
-                earliestAvailableSequence: BigInt(changes.earliestAvailableSequence),
-              },
-      };
+      if (changes === undefined) return head;
+      // The events go out as the bytes stored with them: events are field 1 of StateChanges, which is
+      // field 3 of the response, so these parts are in field order.
+      const stateChanges = composeMessage(StateChangesSchema, [
+        { field: 1, messages: changes.events.map((event) => event.wire) },
+        {
+          fields: {
+            historyGap: changes.historyGap,
+            truncated: changes.truncated,
+            earliestAvailableSequence: BigInt(changes.earliestAvailableSequence),
+          },
+        },
+      ]);
+      return new WireMessage(composeMessage(SessionStatusResponseSchema, [{ fields: head }, { field: 3, messages: [stateChanges] }]));
     },
     listSessions: async (request, context) => {
       const { agentId, limit, after } = agentPageOf(context, request, "ListSessions");

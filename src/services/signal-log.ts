@@ -1,4 +1,4 @@
-import type { SignalLog } from "../../gen/sessionstate/v1/signal_log_pb.js";
+import { AppendResponseSchema, type SignalLog } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import type { Clock } from "../clock.js";
 import { normalizeKey } from "../model/session-key.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
@@ -8,7 +8,8 @@ import type { SessionActivity } from "../upstream/session-activity.js";
 import type { Metrics } from "../metrics.js";
 import { appendInputFromRequest } from "./append-request.js";
 import { authorizeAgents, authorizeKeys, requireAdmin } from "./authorize.js";
-import { eventToProto, sessionIdFromRef } from "./convert.js";
+import { composeMessage, WireMessage } from "../rpc/wire-message.js";
+import { sessionIdFromRef } from "./convert.js";
 
 /** What the SignalLog service needs. */
 export interface SignalLogDeps {
@@ -33,12 +34,14 @@ export function signalLogHandlers({ store, clock, retention, activity, metrics }
       }
       metrics?.appends.inc({ kind: input.kind, result: outcome.deduplicated ? "deduplicated" : "recorded" });
       metrics?.noticesOpened.inc(outcome.noticesOpened);
-      return {
-        recorded: true,
-        deduplicated: outcome.deduplicated,
-        event: eventToProto(outcome.event),
-        stateVersion: BigInt(outcome.stateVersion),
-      };
+      // The event goes out as the bytes stored with it (field 3, between the flags and the version).
+      return new WireMessage(
+        composeMessage(AppendResponseSchema, [
+          { fields: { recorded: true, deduplicated: outcome.deduplicated } },
+          { field: 3, messages: [outcome.event.wire] },
+          { fields: { stateVersion: BigInt(outcome.stateVersion) } },
+        ]),
+      );
     },
     resetSession: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);

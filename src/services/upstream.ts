@@ -16,7 +16,8 @@ import {
 } from "../upstream/upstream-monitor.js";
 import { eventTimeOf, optionalText } from "./append-request.js";
 import { agentPageOf, authorizeAgents, requireAdmin } from "./authorize.js";
-import { eventToProto, sessionIdFromRef, sessionIdToRef } from "./convert.js";
+import { eventToProto } from "../model/event-wire.js";
+import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { paginate } from "./page-token.js";
 
 /** Longest own text accepted, in UTF-8 bytes. */

@@ -1,9 +1,10 @@
 import type Database from "better-sqlite3";
 import type { ActorType, EventKind, RunOutcome, StoredEvent } from "../model/event.js";
 import type { SessionId } from "../model/session-key.js";
-import type { AppendInput, SessionHead } from "./store.js";
+import { encodeStateEvent } from "../model/event-wire.js";
+import type { AppendInput, EventWire, SessionHead } from "./store.js";
 
-interface EventRow {
+export interface EventRow {
   sequence: number;
   agent_id: string;
   session_key: string;
@@ -18,6 +19,7 @@ interface EventRow {
   turns: number | null;
   catalog_id: string | null;
   host_id: string | null;
+  wire: Buffer;
 }
 
 interface HeadRow {
@@ -40,6 +42,7 @@ export function eventFromRow(row: EventRow): StoredEvent {
     summary: row.summary,
     occurredAtMs: row.occurred_at_ms,
     payload: {},
+    wire: row.wire,
   };
   if (row.actor_id !== null) event.actorId = row.actor_id;
   if (row.run_id !== null) event.runId = row.run_id;
@@ -65,7 +68,7 @@ const headColumns = `agent_id, session_key, state_version, pruned_through, updat
   EXISTS (SELECT 1 FROM upstream_links AS l WHERE l.agent_id = heads.agent_id AND l.session_key = heads.session_key)
     AS has_upstream`;
 
-const eventColumns =
+export const eventColumns =
   "sequence, agent_id, session_key, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome, channel, turns, catalog_id, host_id";
 
 /**
@@ -74,8 +77,8 @@ const eventColumns =
  */
 export class EventTables {
   private readonly insert;
+  private readonly nextSequence;
   private readonly byDedupeKey;
-  private readonly bySequence;
   private readonly upsertHead;
   private readonly head;
   private readonly after;
@@ -92,12 +95,14 @@ export class EventTables {
 
   constructor(db: Database.Database) {
     this.insert = db.prepare<unknown[]>(
-      `INSERT INTO events (agent_id, session_key, kind, actor_type, actor_id, run_id, summary, occurred_at_ms,
-         outcome, channel, turns, catalog_id, host_id, dedupe_key)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO events (sequence, agent_id, session_key, kind, actor_type, actor_id, run_id, summary,
+         occurred_at_ms, outcome, channel, turns, catalog_id, host_id, dedupe_key, wire)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
-    this.byDedupeKey = db.prepare<[string], EventRow>(`SELECT ${eventColumns} FROM events WHERE dedupe_key = ?`);
-    this.bySequence = db.prepare<[number], EventRow>(`SELECT ${eventColumns} FROM events WHERE sequence = ?`);
+    this.nextSequence = db
+      .prepare<[], number>("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) + 1")
+      .pluck();
+    this.byDedupeKey = db.prepare<[string], EventRow>(`SELECT ${eventColumns}, wire FROM events WHERE dedupe_key = ?`);
     this.upsertHead = db.prepare<[string, string, number, number]>(
       `INSERT INTO heads (agent_id, session_key, state_version, updated_at_ms) VALUES (?, ?, ?, ?)
        ON CONFLICT (agent_id, session_key) DO UPDATE
@@ -106,8 +111,8 @@ export class EventTables {
     this.head = db.prepare<[string, string], HeadRow>(
       `SELECT ${headColumns} FROM heads WHERE agent_id = ? AND session_key = ?`,
     );
-    this.after = db.prepare<[string, string, number, number], EventRow>(
-      `SELECT ${eventColumns} FROM events WHERE agent_id = ? AND session_key = ? AND sequence > ?
+    this.after = db.prepare<[string, string, number, number], EventWire>(
+      `SELECT sequence, wire FROM events WHERE agent_id = ? AND session_key = ? AND sequence > ?
        ORDER BY sequence LIMIT ?`,
     );
     this.earliest = db.prepare<[string, string], { first: number | null }>(
@@ -134,10 +139,27 @@ export class EventTables {
     this.deleteOne = db.prepare<[number]>("DELETE FROM events WHERE sequence = ?");
   }
 
-  /** Inserts an event and returns it with its new sequence. */
+  /** Inserts an event with the next sequence and returns it, wire bytes included. */
   insertEvent(input: AppendInput): StoredEvent {
     const { session, payload } = input;
-    const result = this.insert.run(
+    // The sequence is part of the wire bytes, so it is taken before the insert: AUTOINCREMENT's counter
+    // is never below any sequence issued, and an explicit larger one moves the counter on.
+    const event: StoredEvent = {
+      sequence: this.nextSequence.get()!,
+      agentId: session.agentId,
+      sessionKey: session.key,
+      kind: input.kind,
+      actorType: input.actorType,
+      summary: input.summary,
+      occurredAtMs: input.occurredAtMs,
+      payload: { ...payload },
+      wire: new Uint8Array(0),
+    };
+    if (input.actorId !== undefined) event.actorId = input.actorId;
+    if (input.runId !== undefined) event.runId = input.runId;
+    event.wire = encodeStateEvent(event);
+    this.insert.run(
+      event.sequence,
       session.agentId,
       session.key,
       input.kind,
@@ -152,31 +174,14 @@ export class EventTables {
       payload.catalogId ?? null,
       payload.hostId ?? null,
       input.dedupeKey ?? null,
+      event.wire,
     );
-    const event: StoredEvent = {
-      sequence: Number(result.lastInsertRowid),
-      agentId: session.agentId,
-      sessionKey: session.key,
-      kind: input.kind,
-      actorType: input.actorType,
-      summary: input.summary,
-      occurredAtMs: input.occurredAtMs,
-      payload: { ...payload },
-    };
-    if (input.actorId !== undefined) event.actorId = input.actorId;
-    if (input.runId !== undefined) event.runId = input.runId;
     return event;
   }
 
   /** The event holding `dedupeKey`, if one is retained. */
   eventByDedupeKey(dedupeKey: string): StoredEvent | undefined {
     const row = this.byDedupeKey.get(dedupeKey);
-    return row === undefined ? undefined : eventFromRow(row);
-  }
-
-  /** The event with `sequence`, if retained. */
-  eventBySequence(sequence: number): StoredEvent | undefined {
-    const row = this.bySequence.get(sequence);
     return row === undefined ? undefined : eventFromRow(row);
   }
 
@@ -196,9 +201,9 @@ export class EventTables {
     return this.head.get(session.agentId, session.key)?.state_version ?? 0;
   }
 
-  /** Up to `limit` events of the session with sequence above `afterSequence`, ascending. */
-  eventsAfter(session: SessionId, afterSequence: number, limit: number): StoredEvent[] {
-    return this.after.all(session.agentId, session.key, afterSequence, limit).map(eventFromRow);
+  /** Up to `limit` events of the session with sequence above `afterSequence`, ascending, in wire form. */
+  eventsAfter(session: SessionId, afterSequence: number, limit: number): EventWire[] {
+    return this.after.all(session.agentId, session.key, afterSequence, limit);
   }
 
   /** The smallest retained sequence of the session, 0 when none is retained. */

@@ -1,9 +1,20 @@
+import type Database from "better-sqlite3";
+import { eventFromRow, eventColumns, type EventRow } from "./event-tables.js";
+import { encodeStateEvent } from "../model/event-wire.js";
+
+/** One schema step: SQL, then optionally code that fills what SQL alone cannot, in the same transaction. */
+export interface Migration {
+  sql: string;
+  fill?: (db: Database.Database) => void;
+}
+
 /**
  * The schema, one entry per version. Entry i takes a database from `user_version` i to i + 1. Never edit
  * an entry that has shipped: add a new one.
  */
-export const migrations: readonly string[] = [
-  `
+export const migrations: readonly Migration[] = [
+  {
+    sql: `
   -- One global, strictly increasing sequence that is never reused: AUTOINCREMENT keeps the highest
   -- sequence ever issued in sqlite_sequence, so deletes can never bring a sequence back.
   CREATE TABLE events (
@@ -53,7 +64,9 @@ export const migrations: readonly string[] = [
   CREATE INDEX cursors_pending ON cursors (watcher_key) WHERE notified > acked;
   CREATE INDEX cursors_by_time ON cursors (updated_at_ms);
   `,
-  `
+  },
+  {
+    sql: `
   -- One upstream link per adopted session: where it lives and how far it has been read.
   CREATE TABLE upstream_links (
     agent_id           TEXT    NOT NULL,
@@ -69,4 +82,16 @@ export const migrations: readonly string[] = [
     PRIMARY KEY (agent_id, session_key)
   ) WITHOUT ROWID;
   `,
+  },
+  {
+    sql: `
+  -- Each event's StateEvent wire bytes, written with the event: reads embed them in responses as they are.
+  ALTER TABLE events ADD COLUMN wire BLOB;
+  `,
+    fill: (db) => {
+      const rows = db.prepare<[], EventRow>(`SELECT ${eventColumns} FROM events`).all();
+      const setWire = db.prepare<[Uint8Array, number]>("UPDATE events SET wire = ? WHERE sequence = ?");
+      for (const row of rows) setWire.run(encodeStateEvent(eventFromRow({ ...row, wire: Buffer.alloc(0) })), row.sequence);
+    },
+  },
 ];

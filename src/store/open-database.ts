@@ -41,6 +41,7 @@ export function openDatabase(path: string, durability: Durability): Database.Dat
     db.pragma(`synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
     db.pragma("foreign_keys = ON");
     db.pragma("wal_autocheckpoint = 1000");
+    db.pragma("cache_size = -65536");
     migrate(db);
     return db;
   } catch (err) {
@@ -62,7 +63,10 @@ function migrate(db: Database.Database): void {
   }
   if (current === migrations.length) return;
   db.transaction(() => {
-    for (const sql of migrations.slice(current)) db.exec(sql);
+    for (const migration of migrations.slice(current)) {
+      db.exec(migration.sql);
+      migration.fill?.(db);
+    }
     db.pragma(`user_version = ${migrations.length}`);
   }).immediate();
 }

@@ -97,9 +97,15 @@ export interface SessionHead {
   hasUpstream: boolean;
 }
 
+/** An event in wire form (StateEvent bytes), with its sequence. */
+export interface EventWire {
+  sequence: number;
+  wire: Uint8Array;
+}
+
 /** The delta of a session after a version. */
 export interface StateChanges {
-  events: StoredEvent[];
+  events: EventWire[];
   historyGap: boolean;
   truncated: boolean;
   /** Smallest retained sequence of the session; 0 when none is retained. */

@@ -1,0 +1,130 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import Database from "better-sqlite3";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { SessionStatusResponseSchema } from "../gen/sessionstate/v1/reconcile_pb.js";
+import { AppendResponseSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
+import { ActorType, EventKind, RunOutcome, StateEventSchema } from "../gen/sessionstate/v1/types_pb.js";
+import { encodeStateEvent, eventToProto } from "../src/model/event-wire.js";
+import { composeMessage } from "../src/rpc/wire-message.js";
+import { migrations } from "../src/store/migrations.js";
+import { SqliteStore } from "../src/store/sqlite-store.js";
+import { human, startTestServer, storeAppend, tempDir } from "./helpers.js";
+
+const event = {
+  sequence: 4_000_000_001,
+  agentId: "ops",
+  sessionKey: "agent:ops:subagent:é✓",
+  kind: "run_failed" as const,
+  actorType: "system" as const,
+  actorId: "agent:ops:main",
+  runId: "run-7",
+  summary: "failed after 3 turns ✗",
+  occurredAtMs: 1_764_676_800_123,
+  payload: { outcome: "timeout" as const, channel: "slack", turns: 3, catalogId: "c1", hostId: "h1" },
+};
+
+describe("events in wire form", () => {
+  test("an event's wire bytes decode to the StateEvent of its fields", () => {
+    const decoded = fromBinary(StateEventSchema, encodeStateEvent(event));
+    assert.equal(decoded.sequence, 4_000_000_001n);
+    assert.deepEqual([decoded.session?.key, decoded.session?.agentId], ["agent:ops:subagent:é✓", "ops"]);
+    assert.deepEqual([decoded.kind, decoded.actorType], [EventKind.RUN_FAILED, ActorType.SYSTEM]);
+    assert.deepEqual([decoded.actorId, decoded.runId, decoded.summary], ["agent:ops:main", "run-7", "failed after 3 turns ✗"]);
+    assert.deepEqual([decoded.occurredAt?.seconds, decoded.occurredAt?.nanos], [1_764_676_800n, 123_000_000]);
+    assert.deepEqual(
+      [decoded.payload?.outcome, decoded.payload?.channel, decoded.payload?.turns, decoded.payload?.catalogId, decoded.payload?.hostId],
+      [RunOutcome.TIMEOUT, "slack", 3, "c1", "h1"],
+    );
+  });
+
+  test("composed responses are byte for byte what encoding the whole message gives", () => {
+    const wires = [encodeStateEvent(event), encodeStateEvent({ ...event, sequence: 9, payload: {}, summary: "" })];
+    const whole = create(SessionStatusResponseSchema, {
+      session: { key: "agent:ops:x", agentId: "ops" },
+      stateVersion: 12n,
+      stateChanges: {
+        events: [eventToProto(event), eventToProto({ ...event, sequence: 9, payload: {}, summary: "" })],
+        historyGap: true,
+        truncated: true,
+        earliestAvailableSequence: 5n,
+      },
+    });
+    const changes = composeMessage(SessionStatusResponseSchema.field.stateChanges.message!, [
+      { field: 1, messages: wires },
+      { fields: { historyGap: true, truncated: true, earliestAvailableSequence: 5n } },
+    ]);
+    const composed = composeMessage(SessionStatusResponseSchema, [
+      { fields: { session: { key: "agent:ops:x", agentId: "ops" }, stateVersion: 12n } },
+      { field: 3, messages: [changes] },
+    ]);
+    assert.deepEqual(Buffer.from(composed), Buffer.from(toBinary(SessionStatusResponseSchema, whole)));
+
+    const append = composeMessage(AppendResponseSchema, [
+      { fields: { recorded: true, deduplicated: false } },
+      { field: 3, messages: [wires[0]!] },
+      { fields: { stateVersion: 4_000_000_001n } },
+    ]);
+    const appendWhole = create(AppendResponseSchema, { recorded: true, event: eventToProto(event), stateVersion: 4_000_000_001n });
+    assert.deepEqual(Buffer.from(append), Buffer.from(toBinary(AppendResponseSchema, appendWhole)));
+  });
+
+  test("sequences stay strictly increasing and never reused when the wire bytes are taken before the insert", async () => {
+    const dir = tempDir();
+    const path = join(dir.dir, "seq.db");
+    try {
+      const store = SqliteStore.open(path, "normal");
+      const first = await store.append(storeAppend("agent:main:a", 1));
+      const second = await store.append(storeAppend("agent:main:b", 1));
+      await store.deleteSession({ agentId: "main", key: "agent:main:b" });
+      await store.close();
+      const reopened = SqliteStore.open(path, "normal");
+      const third = await reopened.append(storeAppend("agent:main:c", 1));
+      const status = await reopened.sessionStatus({ agentId: "main", key: "agent:main:c" }, 0, 10);
+      await reopened.close();
+      assert.deepEqual([first, second, third].map((o) => (o.recorded ? o.event.sequence : 0)), [1, 2, 3]);
+      assert.equal(fromBinary(StateEventSchema, status.changes!.events[0]!.wire).sequence, 3n);
+    } finally {
+      dir.remove();
+    }
+  });
+
+  test("a database from before wire bytes is filled in when opened, and answers SessionStatus", async () => {
+    const dir = tempDir();
+    const path = join(dir.dir, "v2.db");
+    try {
+      const old = new Database(path);
+      for (const migration of migrations.slice(0, 2)) old.exec(migration.sql);
+      old.pragma("user_version = 2");
+      old
+        .prepare(
+          `INSERT INTO events (agent_id, session_key, kind, actor_type, actor_id, summary, occurred_at_ms, outcome, turns)
+           VALUES ('main', 'agent:main:old', 'run_failed', 'agent', 'agent:main:boss', 'it broke', 1796126400123, 'error', 2)`,
+        )
+        .run();
+      old.prepare("INSERT INTO heads (agent_id, session_key, state_version, updated_at_ms) VALUES ('main', 'agent:main:old', 1, 1)").run();
+      old.close();
+
+      const store = SqliteStore.open(path, "normal");
+      await store.close();
+      const clients = await startTestServer({ dbPath: path });
+      try {
+        const status = await clients.reconcile.sessionStatus({ session: { key: "agent:main:old" }, changesSince: 0n });
+        const [stored] = status.stateChanges!.events;
+        assert.equal(status.stateChanges!.events.length, 1);
+        assert.deepEqual(
+          [stored!.sequence, stored!.kind, stored!.actorId, stored!.summary, stored!.payload?.outcome, stored!.payload?.turns],
+          [1n, EventKind.RUN_FAILED, "agent:main:boss", "it broke", RunOutcome.ERROR, 2],
+        );
+        assert.equal(stored!.occurredAt?.nanos, 123_000_000);
+        const next = await clients.signalLog.append(human("agent:main:old"));
+        assert.equal(next.event?.sequence, 2n);
+      } finally {
+        await clients.dispose();
+      }
+    } finally {
+      dir.remove();
+    }
+  });
+});
