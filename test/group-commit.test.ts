@@ -41,6 +41,38 @@ describe("group commit", () => {
     }
   });
 
+  test("acks share the group commit with appends, in the order they were made", async () => {
+    const dir = tempDir();
+    const store = SqliteStore.open(join(dir.dir, "acks.db"), "normal");
+    try {
+      const target = { agentId: "main", key: "agent:main:t" };
+      const watcherKey = "agent:main:w";
+      await store.watch(watcherKey, target, 1);
+      const opened = await store.append({ ...storeAppend("agent:main:t", 1, "human_direct_message") });
+      assert.equal(opened.recorded && opened.noticesOpened, 1);
+      const announced: number[] = [];
+      store.onPairChanges((changes) => announced.push(changes.length));
+      // In one turn: ack the notice at 1, append again (reopens it at 3), and ack a pair that has no cursor.
+      const broken = { ...storeAppend("agent:main:b", 1), summary: null } as unknown as AppendInput;
+      const [ack, failed, again, unknown] = await Promise.allSettled([
+        store.ackNotices([{ watcherKey, target, notifiedVersion: 1 }], 2),
+        store.append(broken),
+        store.append({ ...storeAppend("agent:main:t", 2, "human_direct_message") }),
+        store.ackNotices([{ watcherKey: "agent:main:nobody", target, notifiedVersion: 1 }], 2),
+      ]);
+      assert.equal(failed.status, "rejected");
+      assert.deepEqual(ack.status === "fulfilled" && ack.value.map((o) => [o.acknowledged, o.cursor?.acked, o.cursor?.notified]), [[true, 1, 1]]);
+      assert.equal(again.status === "fulfilled" && again.value.recorded && again.value.noticesOpened, 1);
+      assert.deepEqual(unknown.status === "fulfilled" && unknown.value, [{ acknowledged: false, reopened: false }]);
+      assert.deepEqual(announced, [2], "one announcement after the one commit: the ack and the reopened notice");
+      const cursor = await store.getCursor(watcherKey, target);
+      assert.deepEqual([cursor?.acked, cursor?.notified, cursor?.material], [1, 2, 2]);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
   test("closing the store commits appends still queued", async () => {
     const dir = tempDir();
     const path = join(dir.dir, "queued.db");

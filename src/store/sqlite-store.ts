@@ -28,34 +28,35 @@ function isWatcherOf(watcherKey: string, session: SessionId): boolean {
   return watcherKey === session.key && watcherKey.startsWith(`agent:${session.agentId}:`);
 }
 
-/** An append waiting for the next group commit. */
-interface QueuedAppend {
-  input: AppendInput;
-  resolve: (outcome: AppendOutcome) => void;
+/** A write's result: its own value, and the pairs whose pending notice it changed. */
+type WriteResult<T> = { value: T; changes: PairChange[] };
+
+/** A write waiting for the next group commit. */
+interface QueuedWrite {
+  write: () => WriteResult<unknown>;
+  resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
 
-type AppendResult = { outcome: AppendOutcome; changes: PairChange[] };
-
 /**
  * The SQLite backend. Each method runs one short synchronous transaction (`BEGIN IMMEDIATE` when it
- * writes). Appends are group-committed: those that arrive in the same turn of the event loop share one
- * transaction, each inside its own savepoint, so one refused append never affects another and a commit
- * is paid once per batch. Pair changes are announced to feed listeners after the commit.
+ * writes). Appends and acks, the frequent writes, are group-committed: those that arrive in the same
+ * turn of the event loop share one transaction, each inside its own savepoint, so one refused write
+ * never affects another and a commit is paid once per batch. Pair changes are announced to feed
+ * listeners after the commit.
  */
 export class SqliteStore implements Store {
   private readonly events: EventTables;
   private readonly cursors: CursorTables;
   private readonly links: LinkTables;
   private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
-  private readonly appendTx;
-  private readonly appendBatchTx;
-  private queuedAppends: QueuedAppend[] = [];
+  private readonly savepoint;
+  private readonly writeBatchTx;
+  private queuedWrites: QueuedWrite[] = [];
   private readonly statusTx;
   private readonly deleteTx;
   private readonly pruneTx;
   private readonly watchTx;
-  private readonly ackTx;
   private readonly adoptTx;
   private readonly scanTx;
 
@@ -63,15 +64,15 @@ export class SqliteStore implements Store {
     this.events = new EventTables(db);
     this.cursors = new CursorTables(db);
     this.links = new LinkTables(db);
-    this.appendTx = db.transaction((input: AppendInput) => this.appendInTransaction(input));
-    // Called inside appendBatchTx, appendTx runs as a savepoint: a failing append rolls back alone.
-    this.appendBatchTx = db.transaction((inputs: readonly AppendInput[]) =>
-      inputs.map((input): AppendResult | { error: unknown } => {
+    // Called inside writeBatchTx, a transaction function runs as a savepoint: a failing write rolls back alone.
+    this.savepoint = db.transaction((write: () => WriteResult<unknown>) => write());
+    this.writeBatchTx = db.transaction((writes: readonly QueuedWrite[]) =>
+      writes.map((queued): WriteResult<unknown> | { error: unknown } => {
         try {
-          return this.appendTx(input);
+          return this.savepoint(queued.write);
         } catch (error) {
           // Some failures (SQLITE_FULL, I/O errors) make SQLite roll back the whole transaction: then no
-          // append of this batch is stored, and all of them must fail.
+          // write of this batch is stored, and all of them must fail.
           if (!this.db.inTransaction) throw error;
           return { error };
         }
@@ -99,26 +100,27 @@ export class SqliteStore implements Store {
     });
     this.adoptTx = db.transaction((input: AdoptInput) => this.adoptInTransaction(input));
     this.scanTx = db.transaction((scanned: LinkRecord, commit: ScanCommit) => this.scanInTransaction(scanned, commit));
-    this.ackTx = db.transaction((acks: readonly AckInput[], nowMs: number) => {
-      const changes: PairChange[] = [];
-      const outcomes = acks.map((ack): AckOutcome => {
-        const cursor = this.cursors.get(ack.watcherKey, ack.target);
-        if (cursor === undefined) return { acknowledged: false, reopened: false };
-        const step = applyAck(cursor, ack.notifiedVersion, ack.reconciledThrough);
-        if (!step.acknowledged) return { acknowledged: false, reopened: false, cursor };
-        changes.push({ watcherKey: ack.watcherKey, target: ack.target });
-        return { acknowledged: true, reopened: step.reopened, cursor: this.cursors.put(ack.watcherKey, ack.target, step.cursor, nowMs) };
-      });
-      return { outcomes, changes };
+  }
+
+  private acksInTransaction(acks: readonly AckInput[], nowMs: number): WriteResult<AckOutcome[]> {
+    const changes: PairChange[] = [];
+    const value = acks.map((ack): AckOutcome => {
+      const cursor = this.cursors.get(ack.watcherKey, ack.target);
+      if (cursor === undefined) return { acknowledged: false, reopened: false };
+      const step = applyAck(cursor, ack.notifiedVersion, ack.reconciledThrough);
+      if (!step.acknowledged) return { acknowledged: false, reopened: false, cursor };
+      changes.push({ watcherKey: ack.watcherKey, target: ack.target });
+      return { acknowledged: true, reopened: step.reopened, cursor: this.cursors.put(ack.watcherKey, ack.target, step.cursor, nowMs) };
     });
+    return { value, changes };
   }
 
   /** Appends the `adopted` event and creates or refreshes the link, in one transaction. */
   private adoptInTransaction(input: AdoptInput) {
     const appended = this.appendInTransaction(input.adoptedEvent);
-    if (!appended.outcome.recorded) throw new Error("an adopted event is never gated");
+    if (!appended.value.recorded) throw new Error("an adopted event is never gated");
     const wanted = input.link;
-    if (wanted === undefined) return { event: appended.outcome.event, changes: appended.changes };
+    if (wanted === undefined) return { event: appended.value.event, changes: appended.changes };
     const existing = this.links.get(wanted.session);
     const sameSource = existing !== undefined && existing.source === wanted.source && existing.threadId === wanted.threadId;
     const link = this.links.put({
@@ -127,7 +129,7 @@ export class SqliteStore implements Store {
       missedChecks: sameSource ? existing.missedChecks : 0,
       ...(sameSource && existing.lastScannedAtMs !== undefined ? { lastScannedAtMs: existing.lastScannedAtMs } : {}),
     });
-    return { event: appended.outcome.event, link, changes: appended.changes };
+    return { event: appended.value.event, link, changes: appended.changes };
   }
 
   /** Applies a scan result if the link is unchanged since the scan began. */
@@ -145,7 +147,7 @@ export class SqliteStore implements Store {
     let changes: PairChange[] = [];
     if (commit.event !== undefined) {
       const appended = this.appendInTransaction(commit.event);
-      if (appended.outcome.recorded) event = appended.outcome.event;
+      if (appended.value.recorded) event = appended.value.event;
       changes = appended.changes;
     }
     if (commit.removeLink === true) this.links.remove(scanned.session);
@@ -159,20 +161,25 @@ export class SqliteStore implements Store {
   }
 
   append(input: AppendInput): Promise<AppendOutcome> {
+    return this.enqueueWrite(() => this.appendInTransaction(input));
+  }
+
+  /** Queues a write for the next group commit; it settles after that commit. */
+  private enqueueWrite<T>(write: () => WriteResult<T>): Promise<T> {
     return new Promise((resolve, reject) => {
-      this.queuedAppends.push({ input, resolve, reject });
-      if (this.queuedAppends.length === 1) setImmediate(() => this.commitQueuedAppends());
+      this.queuedWrites.push({ write, resolve: resolve as (value: unknown) => void, reject });
+      if (this.queuedWrites.length === 1) setImmediate(() => this.commitQueuedWrites());
     });
   }
 
-  /** Commits every queued append in one transaction and settles each one's promise. */
-  private commitQueuedAppends(): void {
-    const batch = this.queuedAppends;
+  /** Commits every queued write in one transaction and settles each one's promise. */
+  private commitQueuedWrites(): void {
+    const batch = this.queuedWrites;
     if (batch.length === 0) return;
-    this.queuedAppends = [];
-    let results: (AppendResult | { error: unknown })[];
+    this.queuedWrites = [];
+    let results: (WriteResult<unknown> | { error: unknown })[];
     try {
-      results = this.appendBatchTx.immediate(batch.map((queued) => queued.input));
+      results = this.writeBatchTx.immediate(batch);
     } catch (error) {
       for (const queued of batch) queued.reject(error);
       return;
@@ -181,12 +188,12 @@ export class SqliteStore implements Store {
     results.forEach((result, i) => {
       if ("error" in result) return batch[i]!.reject(result.error);
       changes.push(...result.changes);
-      batch[i]!.resolve(result.outcome);
+      batch[i]!.resolve(result.value);
     });
     this.announce(changes);
   }
 
-  private appendInTransaction(input: AppendInput): AppendResult {
+  private appendInTransaction(input: AppendInput): WriteResult<AppendOutcome> {
     if (input.dedupeKey !== undefined) {
       const existing = this.events.eventByDedupeKey(input.dedupeKey);
       if (existing !== undefined) {
@@ -198,17 +205,17 @@ export class SqliteStore implements Store {
           stateVersion: this.events.versionOf(session),
           noticesOpened: 0,
         } as const;
-        return { outcome, changes: [] };
+        return { value: outcome, changes: [] };
       }
     }
     const watchers = input.notifyWatcherKeys.filter((key) => !isWatcherOf(key, input.session));
     if (input.onlyIfWatched && watchers.length === 0 && !this.cursors.isWatched(input.session)) {
-      return { outcome: { recorded: false, stateVersion: this.events.versionOf(input.session) }, changes: [] };
+      return { value: { recorded: false, stateVersion: this.events.versionOf(input.session) }, changes: [] };
     }
     const event = this.events.insertEvent(input);
     this.events.bumpHead(input.session, event.sequence, input.nowMs);
     const { changes, opened } = this.updateCursors(event, input, watchers);
-    return { outcome: { recorded: true, deduplicated: false, event, stateVersion: event.sequence, noticesOpened: opened }, changes };
+    return { value: { recorded: true, deduplicated: false, event, stateVersion: event.sequence, noticesOpened: opened }, changes };
   }
 
   /**
@@ -328,10 +335,8 @@ export class SqliteStore implements Store {
     return this.cursors.pending(watcherKeys, prefixes);
   }
 
-  async ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]> {
-    const { outcomes, changes } = this.ackTx.immediate(acks, nowMs);
-    this.announce(changes);
-    return outcomes;
+  ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]> {
+    return this.enqueueWrite(() => this.acksInTransaction(acks, nowMs));
   }
 
   async adopt(input: AdoptInput): Promise<{ event: StoredEvent; link?: LinkRecord }> {
@@ -380,7 +385,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    this.commitQueuedAppends();
+    this.commitQueuedWrites();
     this.listeners.clear();
     if (this.db.open) this.db.close();
   }
