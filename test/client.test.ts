@@ -48,6 +48,29 @@ describe("client library", () => {
     }
   });
 
+  test("append coalesces the appends of one turn into one AppendBatch call, each answered on its own", async () => {
+    const t = await startTestServer({ metricsListen: { host: "127.0.0.1", port: 0 } });
+    const client = new SessionStateClient({ address: t.server.address, logger: { warn: () => {} } });
+    try {
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 50 }, (_, i) => client.append(goal(`agent:main:s${i}`, i === 7 ? { summary: "" } : {}))),
+      );
+      assert.deepEqual(outcomes.map((o) => o.status).filter((s) => s === "rejected").length, 1);
+      const rejected = outcomes[7] as PromiseRejectedResult;
+      assert.deepEqual([rejected.reason.code, rejected.reason.details], [3, "appends[7]: summary: is required (one line, 1-200 characters)"]);
+      const sequences = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value.event?.sequence] : []));
+      assert.deepEqual(sequences, Array.from({ length: 49 }, (_, i) => BigInt(i + 1)));
+      const metrics = await (await fetch(`http://127.0.0.1:${t.server.metricsPort}/metrics`)).text();
+      assert.match(metrics, /sessionstate_rpc_duration_seconds_count\{method="\/sessionstate.v1.SignalLog\/AppendBatch",code="OK"\} 1\n/);
+      assert.doesNotMatch(metrics, /method="\/sessionstate.v1.SignalLog\/Append"/);
+      // A lone append later goes out by itself and still answers as Append would.
+      assert.equal((await client.append(goal(W))).stateVersion, 50n);
+    } finally {
+      client.close();
+      await t.dispose();
+    }
+  });
+
   test("subscribe survives a server restart and receives the pending notice again", async () => {
     let t = await startTestServer();
     const client = new SessionStateClient({ address: t.server.address, logger: { warn: () => {} } });

@@ -109,6 +109,12 @@ describe("authentication and scopes", () => {
     const version = (await admin.reconcile.sessionStatus({ session: { key: C } })).stateVersion;
     await assertStatus(ops.signalLog.append(goal("agent:main:x")), status.PERMISSION_DENIED, 'agent "main" is outside the scope of token "gateway-ops"');
     await assertStatus(ops.signalLog.append({ ...goal("agent:ops:x"), notifySessionKeys: [W] }), status.PERMISSION_DENIED);
+    const batch = await ops.signalLog.appendBatch({ appends: [goal("agent:ops:mine", { onlyIfWatched: true }), goal("agent:main:x")] });
+    assert.equal(batch.results[0]?.result.case, "response", "an entry within scope is answered (unwatched: not recorded)");
+    assert.deepEqual(
+      batch.results[1]?.result.case === "failure" && [batch.results[1].result.value.code, batch.results[1].result.value.message],
+      [status.PERMISSION_DENIED, 'appends[1]: agent "main" is outside the scope of token "gateway-ops"'],
+    );
     await assertStatus(ops.watch.watch({ watcherSessionKey: "agent:ops:main", target: { key: C } }), status.PERMISSION_DENIED);
     await assertStatus(ops.watch.watch({ watcherSessionKey: W, target: { key: "agent:ops:x" } }), status.PERMISSION_DENIED);
     const stream = ops.subscribe({ prefixes: ["agent:main:"] });

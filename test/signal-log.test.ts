@@ -206,3 +206,63 @@ describe("SignalLog.Append", () => {
     assert.equal(next.event?.sequence, 5n);
   });
 });
+
+describe("SignalLog.AppendBatch", () => {
+  let t: TestServer;
+  beforeEach(async () => {
+    t = await startTestServer();
+  });
+  afterEach(async () => {
+    await t.dispose();
+  });
+
+  test("each entry is handled as its own Append would be, results in request order", async () => {
+    await t.watch.watch({ watcherSessionKey: W, target: { key: "agent:main:watched" } });
+    const { results } = await t.signalLog.appendBatch({
+      appends: [
+        goal("agent:main:a", { dedupeKey: "once" }),
+        goal("agent:main:b", { summary: "" }),
+        goal("agent:main:a", { dedupeKey: "once", summary: "a retry" }),
+        goal("agent:main:quiet", { onlyIfWatched: true }),
+        goal("agent:main:watched", { onlyIfWatched: true }),
+        { ...goal("agent:main:c"), kind: 99 as EventKind },
+      ],
+    });
+    assert.deepEqual(
+      results.map((r) => r.result.case),
+      ["response", "failure", "response", "response", "response", "failure"],
+    );
+    const response = (i: number) => {
+      const result = results[i]!.result;
+      assert.equal(result.case, "response");
+      return result.value;
+    };
+    const failure = (i: number) => {
+      const result = results[i]!.result;
+      assert.equal(result.case, "failure");
+      return result.value;
+    };
+    assert.deepEqual([response(0).recorded, response(0).deduplicated, response(0).event?.sequence, response(0).stateVersion], [true, false, 1n, 1n]);
+    assert.deepEqual([failure(1).code, failure(1).message], [status.INVALID_ARGUMENT, "appends[1]: summary: is required (one line, 1-200 characters)"]);
+    assert.deepEqual([response(2).deduplicated, response(2).event?.sequence, response(2).event?.summary], [true, 1n, "goal updated"]);
+    assert.deepEqual([response(3).recorded, response(3).stateVersion, response(3).event], [false, 0n, undefined]);
+    assert.deepEqual([response(4).recorded, response(4).event?.sequence], [true, 2n]);
+    assert.equal(failure(5).code, status.INVALID_ARGUMENT);
+    assert.match(failure(5).message, /^appends\[5\]: kind: /);
+    const versions = await t.reconcile.getStateVersions({ sessions: [{ key: "agent:main:a" }, { key: "agent:main:b" }, { key: "agent:main:watched" }] });
+    assert.deepEqual(versions.versions.map((v) => v.stateVersion), [1n, undefined, 2n]);
+  });
+
+  test("an empty batch records nothing; more than 1000 entries is INVALID_ARGUMENT and records nothing", async () => {
+    assert.deepEqual((await t.signalLog.appendBatch({ appends: [] })).results, []);
+    await assertStatus(
+      t.signalLog.appendBatch({ appends: Array.from({ length: 1001 }, (_, i) => goal(`agent:main:s${i}`)) }),
+      status.INVALID_ARGUMENT,
+      "appends: at most 1000 per call (got 1001)",
+    );
+    assert.deepEqual((await t.reconcile.listSessions({})).sessions, []);
+    const full = await t.signalLog.appendBatch({ appends: Array.from({ length: 1000 }, (_, i) => goal(`agent:main:s${i}`)) });
+    assert.deepEqual(full.results.map((r) => (r.result.case === "response" ? r.result.value.event?.sequence : 0n)), Array.from({ length: 1000 }, (_, i) => BigInt(i + 1)));
+  });
+});
+

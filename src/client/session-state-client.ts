@@ -5,6 +5,7 @@ import { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { SignalLog, type AppendRequestSchema, type AppendResponse } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import { Upstream } from "../../gen/sessionstate/v1/upstream_pb.js";
 import { Watch, type AckResult, type StaleNotice } from "../../gen/sessionstate/v1/watch_pb.js";
+import { AppendCoalescer } from "./append-coalescer.js";
 import { createServiceClient, type CallOptions } from "./service-client.js";
 
 /** How the client reaches the service. */
@@ -80,6 +81,7 @@ export class SessionStateClient {
   readonly upstream;
   private readonly channel: Client;
   private readonly logger: NonNullable<ClientOptions["logger"]>;
+  private readonly coalescer: AppendCoalescer;
 
   constructor(options: ClientOptions) {
     this.channel = new Client(options.address, channelCredentials(options.tls), {
@@ -94,7 +96,17 @@ export class SessionStateClient {
     this.watch = createServiceClient(this.channel, Watch, defaults);
     this.reconcile = createServiceClient(this.channel, Reconcile, defaults);
     this.upstream = createServiceClient(this.channel, Upstream, defaults);
+    this.coalescer = new AppendCoalescer((appends) => this.signalLog.appendBatch({ appends }));
     this.logger = options.logger ?? pino({ level: "warn", base: { component: "sessionstate-client" } }, pino.destination(2));
+  }
+
+  /**
+   * Appends an event. Appends made in the same turn of the event loop travel together in one
+   * AppendBatch call (one round trip, one commit); each still resolves to its own AppendResponse or
+   * rejects with its own status, as `signalLog.append` would. Deadline: the client's default.
+   */
+  append(request: MessageInitShape<typeof AppendRequestSchema>): Promise<AppendResponse> {
+    return this.coalescer.append(request);
   }
 
   /**

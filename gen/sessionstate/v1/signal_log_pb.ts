@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sessionstate/v1/signal_log.proto.
  */
 export const file_sessionstate_v1_signal_log: GenFile = /*@__PURE__*/
-  fileDesc("CiBzZXNzaW9uc3RhdGUvdjEvc2lnbmFsX2xvZy5wcm90bxIPc2Vzc2lvbnN0YXRlLnYxIvUCCg1BcHBlbmRSZXF1ZXN0EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIoCgRraW5kGAIgASgOMhouc2Vzc2lvbnN0YXRlLnYxLkV2ZW50S2luZBIuCgphY3Rvcl90eXBlGAMgASgOMhouc2Vzc2lvbnN0YXRlLnYxLkFjdG9yVHlwZRIQCghhY3Rvcl9pZBgEIAEoCRIOCgZydW5faWQYBSABKAkSDwoHc3VtbWFyeRgGIAEoCRIvCgtvY2N1cnJlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoHcGF5bG9hZBgIIAEoCzIdLnNlc3Npb25zdGF0ZS52MS5FdmVudFBheWxvYWQSEgoKZGVkdXBlX2tleRgJIAEoCRIbChNub3RpZnlfc2Vzc2lvbl9rZXlzGAogAygJEhcKD29ubHlfaWZfd2F0Y2hlZBgLIAEoCCJ7Cg5BcHBlbmRSZXNwb25zZRIQCghyZWNvcmRlZBgBIAEoCBIUCgxkZWR1cGxpY2F0ZWQYAiABKAgSKgoFZXZlbnQYAyABKAsyGy5zZXNzaW9uc3RhdGUudjEuU3RhdGVFdmVudBIVCg1zdGF0ZV92ZXJzaW9uGAQgASgDIjIKE1Jlc2V0U2Vzc2lvblJlcXVlc3QSGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCSIvChRSZXNldFNlc3Npb25SZXNwb25zZRIXCg9jdXJzb3JzX3JlbW92ZWQYASABKAUiRAoURGVsZXRlU2Vzc2lvblJlcXVlc3QSLAoHc2Vzc2lvbhgBIAEoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmIl4KFURlbGV0ZVNlc3Npb25SZXNwb25zZRIWCg5ldmVudHNfcmVtb3ZlZBgBIAEoBRIXCg9jdXJzb3JzX3JlbW92ZWQYAiABKAUSFAoMbGlua19yZW1vdmVkGAMgASgIIg4KDFBydW5lUmVxdWVzdCJACg1QcnVuZVJlc3BvbnNlEhYKDmV2ZW50c19yZW1vdmVkGAEgASgFEhcKD2N1cnNvcnNfcmVtb3ZlZBgCIAEoBTLbAgoJU2lnbmFsTG9nEkkKBkFwcGVuZBIeLnNlc3Npb25zdGF0ZS52MS5BcHBlbmRSZXF1ZXN0Gh8uc2Vzc2lvbnN0YXRlLnYxLkFwcGVuZFJlc3BvbnNlElsKDFJlc2V0U2Vzc2lvbhIkLnNlc3Npb25zdGF0ZS52MS5SZXNldFNlc3Npb25SZXF1ZXN0GiUuc2Vzc2lvbnN0YXRlLnYxLlJlc2V0U2Vzc2lvblJlc3BvbnNlEl4KDURlbGV0ZVNlc3Npb24SJS5zZXNzaW9uc3RhdGUudjEuRGVsZXRlU2Vzc2lvblJlcXVlc3QaJi5zZXNzaW9uc3RhdGUudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEkYKBVBydW5lEh0uc2Vzc2lvbnN0YXRlLnYxLlBydW5lUmVxdWVzdBoeLnNlc3Npb25zdGF0ZS52MS5QcnVuZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_sessionstate_v1_types]);
+  fileDesc("CiBzZXNzaW9uc3RhdGUvdjEvc2lnbmFsX2xvZy5wcm90bxIPc2Vzc2lvbnN0YXRlLnYxIvUCCg1BcHBlbmRSZXF1ZXN0EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIoCgRraW5kGAIgASgOMhouc2Vzc2lvbnN0YXRlLnYxLkV2ZW50S2luZBIuCgphY3Rvcl90eXBlGAMgASgOMhouc2Vzc2lvbnN0YXRlLnYxLkFjdG9yVHlwZRIQCghhY3Rvcl9pZBgEIAEoCRIOCgZydW5faWQYBSABKAkSDwoHc3VtbWFyeRgGIAEoCRIvCgtvY2N1cnJlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoHcGF5bG9hZBgIIAEoCzIdLnNlc3Npb25zdGF0ZS52MS5FdmVudFBheWxvYWQSEgoKZGVkdXBlX2tleRgJIAEoCRIbChNub3RpZnlfc2Vzc2lvbl9rZXlzGAogAygJEhcKD29ubHlfaWZfd2F0Y2hlZBgLIAEoCCJ7Cg5BcHBlbmRSZXNwb25zZRIQCghyZWNvcmRlZBgBIAEoCBIUCgxkZWR1cGxpY2F0ZWQYAiABKAgSKgoFZXZlbnQYAyABKAsyGy5zZXNzaW9uc3RhdGUudjEuU3RhdGVFdmVudBIVCg1zdGF0ZV92ZXJzaW9uGAQgASgDIkUKEkFwcGVuZEJhdGNoUmVxdWVzdBIvCgdhcHBlbmRzGAEgAygLMh4uc2Vzc2lvbnN0YXRlLnYxLkFwcGVuZFJlcXVlc3QiRQoTQXBwZW5kQmF0Y2hSZXNwb25zZRIuCgdyZXN1bHRzGAEgAygLMh0uc2Vzc2lvbnN0YXRlLnYxLkFwcGVuZFJlc3VsdCKAAQoMQXBwZW5kUmVzdWx0EjMKCHJlc3BvbnNlGAEgASgLMh8uc2Vzc2lvbnN0YXRlLnYxLkFwcGVuZFJlc3BvbnNlSAASMQoHZmFpbHVyZRgCIAEoCzIeLnNlc3Npb25zdGF0ZS52MS5BcHBlbmRGYWlsdXJlSABCCAoGcmVzdWx0Ii4KDUFwcGVuZEZhaWx1cmUSDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJIjIKE1Jlc2V0U2Vzc2lvblJlcXVlc3QSGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCSIvChRSZXNldFNlc3Npb25SZXNwb25zZRIXCg9jdXJzb3JzX3JlbW92ZWQYASABKAUiRAoURGVsZXRlU2Vzc2lvblJlcXVlc3QSLAoHc2Vzc2lvbhgBIAEoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmIl4KFURlbGV0ZVNlc3Npb25SZXNwb25zZRIWCg5ldmVudHNfcmVtb3ZlZBgBIAEoBRIXCg9jdXJzb3JzX3JlbW92ZWQYAiABKAUSFAoMbGlua19yZW1vdmVkGAMgASgIIg4KDFBydW5lUmVxdWVzdCJACg1QcnVuZVJlc3BvbnNlEhYKDmV2ZW50c19yZW1vdmVkGAEgASgFEhcKD2N1cnNvcnNfcmVtb3ZlZBgCIAEoBTK1AwoJU2lnbmFsTG9nEkkKBkFwcGVuZBIeLnNlc3Npb25zdGF0ZS52MS5BcHBlbmRSZXF1ZXN0Gh8uc2Vzc2lvbnN0YXRlLnYxLkFwcGVuZFJlc3BvbnNlElgKC0FwcGVuZEJhdGNoEiMuc2Vzc2lvbnN0YXRlLnYxLkFwcGVuZEJhdGNoUmVxdWVzdBokLnNlc3Npb25zdGF0ZS52MS5BcHBlbmRCYXRjaFJlc3BvbnNlElsKDFJlc2V0U2Vzc2lvbhIkLnNlc3Npb25zdGF0ZS52MS5SZXNldFNlc3Npb25SZXF1ZXN0GiUuc2Vzc2lvbnN0YXRlLnYxLlJlc2V0U2Vzc2lvblJlc3BvbnNlEl4KDURlbGV0ZVNlc3Npb24SJS5zZXNzaW9uc3RhdGUudjEuRGVsZXRlU2Vzc2lvblJlcXVlc3QaJi5zZXNzaW9uc3RhdGUudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlEkYKBVBydW5lEh0uc2Vzc2lvbnN0YXRlLnYxLlBydW5lUmVxdWVzdBoeLnNlc3Npb25zdGF0ZS52MS5QcnVuZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_sessionstate_v1_types]);
 
 /**
  * AppendRequest describes one event to record.
@@ -154,6 +154,113 @@ export const AppendResponseSchema: GenMessage<AppendResponse> = /*@__PURE__*/
   messageDesc(file_sessionstate_v1_signal_log, 1);
 
 /**
+ * AppendBatchRequest holds the appends of one AppendBatch call.
+ *
+ * @generated from message sessionstate.v1.AppendBatchRequest
+ */
+export type AppendBatchRequest = Message<"sessionstate.v1.AppendBatchRequest"> & {
+  /**
+   * The events to record, in order; at most 1000. Empty is allowed and records nothing.
+   *
+   * @generated from field: repeated sessionstate.v1.AppendRequest appends = 1;
+   */
+  appends: AppendRequest[];
+};
+
+/**
+ * Describes the message sessionstate.v1.AppendBatchRequest.
+ * Use `create(AppendBatchRequestSchema)` to create a new message.
+ */
+export const AppendBatchRequestSchema: GenMessage<AppendBatchRequest> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_signal_log, 2);
+
+/**
+ * AppendBatchResponse holds one result per entry of the request, in the same order.
+ *
+ * @generated from message sessionstate.v1.AppendBatchResponse
+ */
+export type AppendBatchResponse = Message<"sessionstate.v1.AppendBatchResponse"> & {
+  /**
+   * results[i] is the outcome of appends[i].
+   *
+   * @generated from field: repeated sessionstate.v1.AppendResult results = 1;
+   */
+  results: AppendResult[];
+};
+
+/**
+ * Describes the message sessionstate.v1.AppendBatchResponse.
+ * Use `create(AppendBatchResponseSchema)` to create a new message.
+ */
+export const AppendBatchResponseSchema: GenMessage<AppendBatchResponse> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_signal_log, 3);
+
+/**
+ * AppendResult is the outcome of one entry of an AppendBatch call.
+ *
+ * @generated from message sessionstate.v1.AppendResult
+ */
+export type AppendResult = Message<"sessionstate.v1.AppendResult"> & {
+  /**
+   * Exactly one is set.
+   *
+   * @generated from oneof sessionstate.v1.AppendResult.result
+   */
+  result: {
+    /**
+     * What the append did, as Append would have answered.
+     *
+     * @generated from field: sessionstate.v1.AppendResponse response = 1;
+     */
+    value: AppendResponse;
+    case: "response";
+  } | {
+    /**
+     * Why it failed, as the status Append would have returned.
+     *
+     * @generated from field: sessionstate.v1.AppendFailure failure = 2;
+     */
+    value: AppendFailure;
+    case: "failure";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message sessionstate.v1.AppendResult.
+ * Use `create(AppendResultSchema)` to create a new message.
+ */
+export const AppendResultSchema: GenMessage<AppendResult> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_signal_log, 4);
+
+/**
+ * AppendFailure is the gRPC status of one failed entry of an AppendBatch call.
+ *
+ * @generated from message sessionstate.v1.AppendFailure
+ */
+export type AppendFailure = Message<"sessionstate.v1.AppendFailure"> & {
+  /**
+   * The gRPC status code (for example 3, INVALID_ARGUMENT).
+   *
+   * @generated from field: int32 code = 1;
+   */
+  code: number;
+
+  /**
+   * The status message (for example naming the invalid field).
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message sessionstate.v1.AppendFailure.
+ * Use `create(AppendFailureSchema)` to create a new message.
+ */
+export const AppendFailureSchema: GenMessage<AppendFailure> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_signal_log, 5);
+
+/**
  * ResetSessionRequest names the watcher whose cursors are dropped.
  *
  * @generated from message sessionstate.v1.ResetSessionRequest
@@ -172,7 +279,7 @@ export type ResetSessionRequest = Message<"sessionstate.v1.ResetSessionRequest">
  * Use `create(ResetSessionRequestSchema)` to create a new message.
  */
 export const ResetSessionRequestSchema: GenMessage<ResetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_sessionstate_v1_signal_log, 2);
+  messageDesc(file_sessionstate_v1_signal_log, 6);
 
 /**
  * ResetSessionResponse says how many cursors were dropped.
@@ -193,7 +300,7 @@ export type ResetSessionResponse = Message<"sessionstate.v1.ResetSessionResponse
  * Use `create(ResetSessionResponseSchema)` to create a new message.
  */
 export const ResetSessionResponseSchema: GenMessage<ResetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_sessionstate_v1_signal_log, 3);
+  messageDesc(file_sessionstate_v1_signal_log, 7);
 
 /**
  * DeleteSessionRequest names the session to delete.
@@ -214,7 +321,7 @@ export type DeleteSessionRequest = Message<"sessionstate.v1.DeleteSessionRequest
  * Use `create(DeleteSessionRequestSchema)` to create a new message.
  */
 export const DeleteSessionRequestSchema: GenMessage<DeleteSessionRequest> = /*@__PURE__*/
-  messageDesc(file_sessionstate_v1_signal_log, 4);
+  messageDesc(file_sessionstate_v1_signal_log, 8);
 
 /**
  * DeleteSessionResponse says what was removed.
@@ -249,7 +356,7 @@ export type DeleteSessionResponse = Message<"sessionstate.v1.DeleteSessionRespon
  * Use `create(DeleteSessionResponseSchema)` to create a new message.
  */
 export const DeleteSessionResponseSchema: GenMessage<DeleteSessionResponse> = /*@__PURE__*/
-  messageDesc(file_sessionstate_v1_signal_log, 5);
+  messageDesc(file_sessionstate_v1_signal_log, 9);
 
 /**
  * PruneRequest asks for a retention run now. It has no fields.
@@ -264,7 +371,7 @@ export type PruneRequest = Message<"sessionstate.v1.PruneRequest"> & {
  * Use `create(PruneRequestSchema)` to create a new message.
  */
 export const PruneRequestSchema: GenMessage<PruneRequest> = /*@__PURE__*/
-  messageDesc(file_sessionstate_v1_signal_log, 6);
+  messageDesc(file_sessionstate_v1_signal_log, 10);
 
 /**
  * PruneResponse says what the retention run removed.
@@ -292,7 +399,7 @@ export type PruneResponse = Message<"sessionstate.v1.PruneResponse"> & {
  * Use `create(PruneResponseSchema)` to create a new message.
  */
 export const PruneResponseSchema: GenMessage<PruneResponse> = /*@__PURE__*/
-  messageDesc(file_sessionstate_v1_signal_log, 7);
+  messageDesc(file_sessionstate_v1_signal_log, 11);
 
 /**
  * SignalLog is the write side: it records material changes of sessions and manages their lifecycle.
@@ -311,6 +418,21 @@ export const SignalLog: GenService<{
     methodKind: "unary";
     input: typeof AppendRequestSchema;
     output: typeof AppendResponseSchema;
+  },
+  /**
+   * AppendBatch records several events in one call, for bursts (a manager spawning children) and for
+   * clients that coalesce appends. Each entry is handled exactly as its own Append call would be
+   * (validation, scopes, dedupe, only_if_watched) and succeeds or fails on its own; results come back
+   * in request order. All entries are committed together, so a batch costs one round trip and one
+   * commit. Errors of the call itself: INVALID_ARGUMENT for more than 1000 entries, UNAVAILABLE when
+   * shutting down; per-entry failures are in the results.
+   *
+   * @generated from rpc sessionstate.v1.SignalLog.AppendBatch
+   */
+  appendBatch: {
+    methodKind: "unary";
+    input: typeof AppendBatchRequestSchema;
+    output: typeof AppendBatchResponseSchema;
   },
   /**
    * ResetSession drops every cursor held by a watcher. The watcher's own history stays.
