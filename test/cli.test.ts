@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
-import { existsSync, statSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
 import { createServiceClient } from "../src/client/service-client.js";
@@ -106,6 +108,36 @@ describe("sessionstate serve", () => {
     } finally {
       server.child.kill("SIGTERM");
       assert.equal(await server.exited, 0);
+      dir.remove();
+    }
+  });
+});
+
+describe("bin/sessionstate.js", () => {
+  test("runs dist/ while it is newer than every source, the TypeScript sources through tsx otherwise", () => {
+    const root = fileURLToPath(new URL("..", import.meta.url));
+    const dir = tempDir();
+    try {
+      // A stand-in project: the real launcher, a "build" and "sources" that say which one ran.
+      for (const sub of ["bin", "dist/src", "src", "gen"]) mkdirSync(join(dir.dir, sub), { recursive: true });
+      copyFileSync(join(root, "bin/sessionstate.js"), join(dir.dir, "bin/sessionstate.js"));
+      symlinkSync(join(root, "node_modules"), join(dir.dir, "node_modules"));
+      writeFileSync(join(dir.dir, "package.json"), '{ "type": "module" }\n');
+      writeFileSync(join(dir.dir, "src/cli.ts"), 'const from: string = "sources";\nconsole.log(from);\n');
+      writeFileSync(join(dir.dir, "gen/x_pb.ts"), "export {};\n");
+      writeFileSync(join(dir.dir, "dist/src/cli.js"), 'console.log("build");\n');
+      const run = () => execFileSync(process.execPath, [join(dir.dir, "bin/sessionstate.js")], { encoding: "utf8" }).trim();
+      const at = (path: string, seconds: number) => utimesSync(join(dir.dir, path), seconds, seconds);
+      at("src/cli.ts", 1_000);
+      at("gen/x_pb.ts", 1_000);
+      at("dist/src/cli.js", 2_000);
+      assert.equal(run(), "build");
+      at("gen/x_pb.ts", 3_000);
+      assert.equal(run(), "sources", "a regenerated file makes the build stale");
+      at("dist/src/cli.js", 4_000);
+      at("src/cli.ts", 5_000);
+      assert.equal(run(), "sources", "an edited source makes the build stale");
+    } finally {
       dir.remove();
     }
   });
