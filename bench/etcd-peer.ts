@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Etcd3 } from "etcd3";
+import { atFixedRate } from "../test/helpers.js";
 import { cpuSeconds, median, percentile, sleep } from "./lib.js";
 
 /** A running etcd on loopback with a throwaway data directory. */
@@ -96,17 +97,11 @@ export async function etcdWatchLatency(peer: EtcdPeer, ratePerSec: number, durat
     const began = sentAt.get(kv.key.toString());
     if (began !== undefined) latencies.push(performance.now() - began);
   });
-  const total = Math.floor((ratePerSec * durationMs) / 1000);
-  const start = performance.now();
-  const puts: Promise<unknown>[] = [];
-  for (let i = 0; i < total; i++) {
-    const wait = start + (i * 1000) / ratePerSec - performance.now();
-    if (wait > 1) await sleep(wait);
+  await atFixedRate(ratePerSec, durationMs, (i, began) => {
     const key = `watched/agent:bench:t${i % 1000}/${i}`;
-    sentAt.set(key, performance.now());
-    puts.push(peer.client.put(key).value("human_direct_message human message").exec());
-  }
-  await Promise.all(puts);
+    sentAt.set(key, began);
+    return peer.client.put(key).value("human_direct_message human message").exec();
+  });
   await sleep(500);
   await watcher.cancel();
   return latencies.sort((a, b) => a - b);

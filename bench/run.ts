@@ -17,7 +17,7 @@ import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { SessionStateClient } from "../src/client/index.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
-import { connect, human, storeAppend, type Clients } from "../test/helpers.js";
+import { atFixedRate, connect, human, storeAppend, type Clients } from "../test/helpers.js";
 import { etcdPutRate, etcdWatchLatency, startEtcd } from "./etcd-peer.js";
 import { cpuSeconds, median, percentile, rssMb, sleep, spawnListening, unaryRate, type Listening } from "./lib.js";
 
@@ -134,16 +134,9 @@ async function noticeLatency(clients: Clients, ratePerSec: number, durationMs: n
     }
   })();
   await sleep(200);
-  const total = Math.floor((ratePerSec * durationMs) / 1000);
-  const start = performance.now();
-  const appends: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const wait = start + (i * 1000) / ratePerSec - performance.now();
-    if (wait > 1) await sleep(wait);
-    const began = performance.now();
-    appends.push(clients.signalLog.append(human(targets[(i * 7919) % targets.length]!)).then((res) => void sentAt.set(res.event!.sequence, began)));
-  }
-  await Promise.all(appends);
+  await atFixedRate(ratePerSec, durationMs, (i, began) =>
+    clients.signalLog.append(human(targets[(i * 7919) % targets.length]!)).then((res) => void sentAt.set(res.event!.sequence, began)),
+  );
   await sleep(500);
   stream.cancel();
   await reading;
@@ -180,16 +173,7 @@ async function echoLatency(address: string, ratePerSec: number, durationMs: numb
     new Promise<void>((resolve, reject) => client.makeUnaryRequest("/bench.Echo/Echo", pass, pass, appendBytes(), (err) => (err === null ? resolve() : reject(err))));
   await call();
   const latencies: number[] = [];
-  const total = Math.floor((ratePerSec * durationMs) / 1000);
-  const start = performance.now();
-  const calls: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const wait = start + (i * 1000) / ratePerSec - performance.now();
-    if (wait > 1) await sleep(wait);
-    const began = performance.now();
-    calls.push(call().then(() => void latencies.push(performance.now() - began)));
-  }
-  await Promise.all(calls);
+  await atFixedRate(ratePerSec, durationMs, (_, began) => call().then(() => void latencies.push(performance.now() - began)));
   client.close();
   return latencies.sort((a, b) => a - b);
 }

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Client, credentials, type ServiceError as GrpcError, status } from "@grpc/grpc-js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
@@ -294,4 +296,24 @@ export function subscribe(clients: Clients, keys: string[], prefixes: string[] =
     clients,
     clients.watch.subscribeStaleNotices({ watcherSessionKeys: [...keys, barrierWatcher], watcherKeyPrefixes: prefixes }, { timeoutMs: 120_000 }),
   );
+}
+
+/**
+ * Calls `send(i, startedAt)` for each of the `ratePerSec * durationMs / 1000` sends on a fixed schedule
+ * (sleeping until each one's time, never bursting to catch up), then waits for all of them.
+ */
+export async function atFixedRate(
+  ratePerSec: number,
+  durationMs: number,
+  send: (i: number, startedAt: number) => Promise<unknown>,
+): Promise<void> {
+  const total = Math.floor((ratePerSec * durationMs) / 1000);
+  const start = performance.now();
+  const sent: Promise<unknown>[] = [];
+  for (let i = 0; i < total; i++) {
+    const wait = start + (i * 1000) / ratePerSec - performance.now();
+    if (wait > 1) await sleep(wait);
+    sent.push(send(i, performance.now()));
+  }
+  await Promise.all(sent);
 }

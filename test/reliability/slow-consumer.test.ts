@@ -4,7 +4,7 @@ import type { Readable } from "node:stream";
 import { performance } from "node:perf_hooks";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { connect, human, tempDir, type Clients } from "../helpers.js";
+import { atFixedRate, connect, human, tempDir, type Clients } from "../helpers.js";
 import { spawnServer } from "../process-helpers.js";
 import { durationMs, percentile, rssMb } from "./reliability-helpers.js";
 
@@ -15,20 +15,9 @@ const ratePerSec = 200;
 
 /** Appends at a fixed rate for `ms`; returns when each sequence's append started. */
 async function appendAtRate(clients: Clients, ms: number, startedAt: Map<bigint, number>): Promise<void> {
-  const total = Math.floor((ratePerSec * ms) / 1000);
-  const begin = performance.now();
-  const inFlight: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const wait = begin + (i * 1000) / ratePerSec - performance.now();
-    if (wait > 1) await sleep(wait);
-    const t0 = performance.now();
-    inFlight.push(
-      clients.signalLog.append(human(targets[(i * 7919) % targets.length]!)).then((r) => {
-        startedAt.set(r.event!.sequence, t0);
-      }),
-    );
-  }
-  await Promise.all(inFlight);
+  await atFixedRate(ratePerSec, ms, (i, t0) =>
+    clients.signalLog.append(human(targets[(i * 7919) % targets.length]!)).then((r) => void startedAt.set(r.event!.sequence, t0)),
+  );
 }
 
 /** A subscriber that acks everything at once and records when each notice arrived. */
