@@ -22,6 +22,12 @@ export interface EventRow {
   wire: Buffer;
 }
 
+/** An event about to be pruned: its sequence and its session. */
+interface RemovedRow {
+  sequence: number;
+  session_id: number;
+}
+
 interface HeadRow {
   agent_id: string;
   session_key: string;
@@ -68,12 +74,12 @@ const headColumns = `agent_id, session_key, state_version, pruned_through, updat
   EXISTS (SELECT 1 FROM upstream_links AS l WHERE l.agent_id = heads.agent_id AND l.session_key = heads.session_key)
     AS has_upstream`;
 
-export const eventColumns =
-  "sequence, agent_id, session_key, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome, channel, turns, catalog_id, host_id";
+/** The session_id of (agent id, key), as a subquery taking those two parameters. */
+const sessionIdOf = "(SELECT session_id FROM heads WHERE agent_id = ? AND session_key = ?)";
 
 /**
- * Prepared statements over the `events` and `heads` tables. Callers own the transactions; nothing here
- * opens one.
+ * Prepared statements over the `events` and `heads` tables. Events refer to their session by the head's
+ * integer `session_id`. Callers own the transactions; nothing here opens one.
  */
 export class EventTables {
   private readonly insert;
@@ -95,28 +101,34 @@ export class EventTables {
 
   constructor(db: Database.Database) {
     this.insert = db.prepare<unknown[]>(
-      `INSERT INTO events (sequence, agent_id, session_key, kind, actor_type, actor_id, run_id, summary,
-         occurred_at_ms, outcome, channel, turns, catalog_id, host_id, dedupe_key, wire)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO events (sequence, session_id, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
+         channel, turns, catalog_id, host_id, dedupe_key, wire)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.nextSequence = db
       .prepare<[], number>("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) + 1")
       .pluck();
-    this.byDedupeKey = db.prepare<[string], EventRow>(`SELECT ${eventColumns}, wire FROM events WHERE dedupe_key = ?`);
-    this.upsertHead = db.prepare<[string, string, number, number]>(
-      `INSERT INTO heads (agent_id, session_key, state_version, updated_at_ms) VALUES (?, ?, ?, ?)
-       ON CONFLICT (agent_id, session_key) DO UPDATE
-       SET state_version = max(state_version, excluded.state_version), updated_at_ms = excluded.updated_at_ms`,
+    this.byDedupeKey = db.prepare<[string], EventRow>(
+      `SELECT e.sequence, h.agent_id, h.session_key, e.kind, e.actor_type, e.actor_id, e.run_id, e.summary,
+         e.occurred_at_ms, e.outcome, e.channel, e.turns, e.catalog_id, e.host_id, e.wire
+       FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ?`,
     );
+    this.upsertHead = db
+      .prepare<[string, string, number, number], number>(
+        `INSERT INTO heads (agent_id, session_key, state_version, updated_at_ms) VALUES (?, ?, ?, ?)
+         ON CONFLICT (agent_id, session_key) DO UPDATE
+         SET state_version = max(state_version, excluded.state_version), updated_at_ms = excluded.updated_at_ms
+         RETURNING session_id`,
+      )
+      .pluck();
     this.head = db.prepare<[string, string], HeadRow>(
       `SELECT ${headColumns} FROM heads WHERE agent_id = ? AND session_key = ?`,
     );
     this.after = db.prepare<[string, string, number, number], EventWire>(
-      `SELECT sequence, wire FROM events WHERE agent_id = ? AND session_key = ? AND sequence > ?
-       ORDER BY sequence LIMIT ?`,
+      `SELECT sequence, wire FROM events WHERE session_id = ${sessionIdOf} AND sequence > ? ORDER BY sequence LIMIT ?`,
     );
     this.earliest = db.prepare<[string, string], { first: number | null }>(
-      "SELECT min(sequence) AS first FROM events WHERE agent_id = ? AND session_key = ?",
+      `SELECT min(sequence) AS first FROM events WHERE session_id = ${sessionIdOf}`,
     );
     this.headsFrom = db.prepare<[string, string, number], HeadRow>(
       `SELECT ${headColumns} FROM heads WHERE (agent_id, session_key) > (?, ?) ORDER BY agent_id, session_key LIMIT ?`,
@@ -124,22 +136,23 @@ export class EventTables {
     this.headsOfAgentFrom = db.prepare<[string, string, number], HeadRow>(
       `SELECT ${headColumns} FROM heads WHERE agent_id = ? AND session_key > ? ORDER BY session_key LIMIT ?`,
     );
-    this.deleteOfSession = db.prepare<[string, string]>("DELETE FROM events WHERE agent_id = ? AND session_key = ?");
+    this.deleteOfSession = db.prepare<[string, string]>(`DELETE FROM events WHERE session_id = ${sessionIdOf}`);
     this.deleteHeadRow = db.prepare<[string, string]>("DELETE FROM heads WHERE agent_id = ? AND session_key = ?");
-    this.oldEvents = db.prepare<[number, number], Pick<EventRow, "sequence" | "agent_id" | "session_key">>(
-      "SELECT sequence, agent_id, session_key FROM events WHERE occurred_at_ms < ? LIMIT ?",
+    this.oldEvents = db.prepare<[number, number], RemovedRow>(
+      "SELECT sequence, session_id FROM events WHERE occurred_at_ms < ? LIMIT ?",
     );
-    this.oldestEvents = db.prepare<[number], Pick<EventRow, "sequence" | "agent_id" | "session_key">>(
-      "SELECT sequence, agent_id, session_key FROM events ORDER BY sequence LIMIT ?",
-    );
+    this.oldestEvents = db.prepare<[number], RemovedRow>("SELECT sequence, session_id FROM events ORDER BY sequence LIMIT ?");
     this.countEvents = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM events");
-    this.raiseWatermark = db.prepare<[number, string, string]>(
-      "UPDATE heads SET pruned_through = max(pruned_through, ?) WHERE agent_id = ? AND session_key = ?",
+    this.raiseWatermark = db.prepare<[number, number]>(
+      "UPDATE heads SET pruned_through = max(pruned_through, ?) WHERE session_id = ?",
     );
     this.deleteOne = db.prepare<[number]>("DELETE FROM events WHERE sequence = ?");
   }
 
-  /** Inserts an event with the next sequence and returns it, wire bytes included. */
+  /**
+   * Inserts an event with the next sequence and moves its session's head to it (never down; the head is
+   * created with the session's first event). Returns the event, wire bytes included.
+   */
   insertEvent(input: AppendInput): StoredEvent {
     const { session, payload } = input;
     // The sequence is part of the wire bytes, so it is taken before the insert: AUTOINCREMENT's counter
@@ -158,10 +171,10 @@ export class EventTables {
     if (input.actorId !== undefined) event.actorId = input.actorId;
     if (input.runId !== undefined) event.runId = input.runId;
     event.wire = encodeStateEvent(event);
+    const sessionId = this.upsertHead.get(session.agentId, session.key, event.sequence, input.nowMs)!;
     this.insert.run(
       event.sequence,
-      session.agentId,
-      session.key,
+      sessionId,
       input.kind,
       input.actorType,
       input.actorId ?? null,
@@ -183,11 +196,6 @@ export class EventTables {
   eventByDedupeKey(dedupeKey: string): StoredEvent | undefined {
     const row = this.byDedupeKey.get(dedupeKey);
     return row === undefined ? undefined : eventFromRow(row);
-  }
-
-  /** Moves a session's head to `sequence` (never down). */
-  bumpHead(session: SessionId, sequence: number, nowMs: number): void {
-    this.upsertHead.run(session.agentId, session.key, sequence, nowMs);
   }
 
   /** The session's head, if it has one. */
@@ -248,15 +256,10 @@ export class EventTables {
   }
 
   /** Raises each affected session's prune watermark to its highest removed sequence, then deletes the rows. */
-  private removeEvents(rows: readonly Pick<EventRow, "sequence" | "agent_id" | "session_key">[]): void {
-    const watermarks = new Map<string, { agentId: string; key: string; sequence: number }>();
-    for (const row of rows) {
-      const id = `${row.agent_id}\u0000${row.session_key}`;
-      const mark = watermarks.get(id);
-      if (mark === undefined) watermarks.set(id, { agentId: row.agent_id, key: row.session_key, sequence: row.sequence });
-      else mark.sequence = Math.max(mark.sequence, row.sequence);
-    }
-    for (const mark of watermarks.values()) this.raiseWatermark.run(mark.sequence, mark.agentId, mark.key);
+  private removeEvents(rows: readonly RemovedRow[]): void {
+    const watermarks = new Map<number, number>();
+    for (const row of rows) watermarks.set(row.session_id, Math.max(watermarks.get(row.session_id) ?? 0, row.sequence));
+    for (const [sessionId, sequence] of watermarks) this.raiseWatermark.run(sequence, sessionId);
     for (const row of rows) this.deleteOne.run(row.sequence);
   }
 }

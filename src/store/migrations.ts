@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { eventFromRow, eventColumns, type EventRow } from "./event-tables.js";
+import { eventFromRow, type EventRow } from "./event-tables.js";
 import { encodeStateEvent } from "../model/event-wire.js";
 
 /** One schema step: SQL, then optionally code that fills what SQL alone cannot, in the same transaction. */
@@ -89,9 +89,71 @@ export const migrations: readonly Migration[] = [
   ALTER TABLE events ADD COLUMN wire BLOB;
   `,
     fill: (db) => {
-      const rows = db.prepare<[], EventRow>(`SELECT ${eventColumns} FROM events`).all();
+      const rows = db
+        .prepare<[], EventRow>(
+          `SELECT sequence, agent_id, session_key, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
+             channel, turns, catalog_id, host_id FROM events`,
+        )
+        .all();
       const setWire = db.prepare<[Uint8Array, number]>("UPDATE events SET wire = ? WHERE sequence = ?");
       for (const row of rows) setWire.run(encodeStateEvent(eventFromRow({ ...row, wire: Buffer.alloc(0) })), row.sequence);
     },
+  },
+  {
+    sql: `
+  -- Integer session ids. Each head gets a session_id that events refer to, so the per-session index holds
+  -- two integers instead of two text keys, and the dedupe index holds only events that carry a key.
+  -- Tables are rebuilt (SQLite cannot change a primary key or drop a column constraint in place); the
+  -- events sequence counter is carried over, so no sequence is ever issued twice.
+  DROP INDEX events_by_session;
+  DROP INDEX events_by_time;
+  ALTER TABLE events RENAME TO events_v3;
+  ALTER TABLE heads RENAME TO heads_v3;
+
+  CREATE TABLE heads (
+    session_id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id       TEXT    NOT NULL,
+    session_key    TEXT    NOT NULL,
+    state_version  INTEGER NOT NULL,
+    pruned_through INTEGER NOT NULL DEFAULT 0,
+    updated_at_ms  INTEGER NOT NULL,
+    UNIQUE (agent_id, session_key)
+  );
+  INSERT INTO heads (agent_id, session_key, state_version, pruned_through, updated_at_ms)
+    SELECT agent_id, session_key, state_version, pruned_through, updated_at_ms FROM heads_v3 ORDER BY agent_id, session_key;
+  -- Every event has a head by construction; should one not, it gets one rather than being lost.
+  INSERT OR IGNORE INTO heads (agent_id, session_key, state_version, updated_at_ms)
+    SELECT agent_id, session_key, max(sequence), max(occurred_at_ms) FROM events_v3 GROUP BY agent_id, session_key;
+
+  CREATE TABLE events (
+    sequence       INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id     INTEGER NOT NULL REFERENCES heads (session_id),
+    kind           TEXT    NOT NULL,
+    actor_type     TEXT    NOT NULL,
+    actor_id       TEXT,
+    run_id         TEXT,
+    summary        TEXT    NOT NULL,
+    occurred_at_ms INTEGER NOT NULL,
+    outcome        TEXT,
+    channel        TEXT,
+    turns          INTEGER,
+    catalog_id     TEXT,
+    host_id        TEXT,
+    dedupe_key     TEXT,
+    wire           BLOB    NOT NULL
+  );
+  INSERT INTO sqlite_sequence (name, seq) SELECT 'events', seq FROM sqlite_sequence WHERE name = 'events_v3';
+  INSERT INTO events (sequence, session_id, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
+      channel, turns, catalog_id, host_id, dedupe_key, wire)
+    SELECT e.sequence, h.session_id, e.kind, e.actor_type, e.actor_id, e.run_id, e.summary, e.occurred_at_ms, e.outcome,
+      e.channel, e.turns, e.catalog_id, e.host_id, e.dedupe_key, e.wire
+    FROM events_v3 AS e JOIN heads AS h ON h.agent_id = e.agent_id AND h.session_key = e.session_key
+    ORDER BY e.sequence;
+  DROP TABLE events_v3;
+  DROP TABLE heads_v3;
+  CREATE INDEX events_by_session ON events (session_id, sequence);
+  CREATE INDEX events_by_time ON events (occurred_at_ms);
+  CREATE UNIQUE INDEX events_by_dedupe_key ON events (dedupe_key) WHERE dedupe_key IS NOT NULL;
+  `,
   },
 ];

@@ -213,7 +213,6 @@ export class SqliteStore implements Store {
       return { value: { recorded: false, stateVersion: this.events.versionOf(input.session) }, changes: [] };
     }
     const event = this.events.insertEvent(input);
-    this.events.bumpHead(input.session, event.sequence, input.nowMs);
     const { changes, opened } = this.updateCursors(event, input, watchers);
     return { value: { recorded: true, deduplicated: false, event, stateVersion: event.sequence, noticesOpened: opened }, changes };
   }
