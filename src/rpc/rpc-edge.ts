@@ -56,8 +56,9 @@ function authenticateCall(
   return { principal };
 }
 
-function encode<O extends DescMessage>(schema: O, init: MessageInitShape<O>): Buffer {
-  return asBuffer(toBinary(schema, create(schema, init)));
+/** A response's bytes: a message is encoded, a `WireMessage` is already in wire form. */
+function encode<O extends DescMessage>(schema: O, message: MessageInitShape<O> | WireMessage<O>): Buffer {
+  return message instanceof WireMessage ? asBuffer(message.bytes) : asBuffer(toBinary(schema, create(schema, message)));
 }
 
 function asBuffer(bytes: Uint8Array): Buffer {
@@ -174,7 +175,7 @@ export class RpcEdge {
       };
       Promise.resolve()
         .then(() => handler(decoded.request as never, context))
-        .then((response) => (response instanceof WireMessage ? asBuffer(response.bytes) : encode(method.output, response)))
+        .then((response) => encode(method.output, response))
         .then(
           (bytes) => callback(null, bytes),
           (err: unknown) => callback(statusFromError(err, this.log, path)),
@@ -234,7 +235,7 @@ export class RpcEdge {
       call.once("cancelled", () => {
         if (!done) release(GrpcStatus.CANCELLED);
       });
-      const stream: ServerStream<MessageInitShape<DescMessage>> = {
+      const stream: ServerStream<MessageInitShape<DescMessage> | WireMessage<DescMessage>> = {
         send: (message) => !done && call.write(encode(method.output, message)),
         drained: () => waitForDrain(call, abort.signal),
       };

@@ -34,7 +34,7 @@ export type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
 /** A server-streaming handler: sends on `stream`, resolves to end the stream with OK, or throws. */
 export type ServerStreamHandler<I extends DescMessage, O extends DescMessage> = (
   request: MessageShape<I>,
-  stream: ServerStream<MessageInitShape<O>>,
+  stream: ServerStream<MessageInitShape<O> | WireMessage<O>>,
   context: CallContext,
 ) => Promise<void>;
 

@@ -1,11 +1,10 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { CursorSchema } from "../../gen/sessionstate/v1/types_pb.js";
-import type { StaleNoticeSchema, Watch } from "../../gen/sessionstate/v1/watch_pb.js";
+import type { Watch } from "../../gen/sessionstate/v1/watch_pb.js";
 import type { Clock } from "../clock.js";
 import { invalidArgument } from "../errors.js";
 import { hasControlCharacter, isAgentQualified, maxKeyBytes, normalizeKey } from "../model/session-key.js";
-import type { Notice } from "../notices/notice.js";
 import type { NoticeFilter, NoticeHub } from "../notices/notice-hub.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { AckInput, CursorRecord, Store } from "../store/store.js";
@@ -13,6 +12,7 @@ import type { Metrics } from "../metrics.js";
 import { authorizeAgents, authorizeKeys, authorizePrefixes, requireAdmin } from "./authorize.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { decodePageToken, pageSizeOf, paginate } from "./page-token.js";
+import { ackResponse, noticeResponse } from "./watch-wire.js";
 
 /** Most watcher keys plus prefixes one subscription may name. */
 export const maxSubscriptionFilters = 100;
@@ -36,18 +36,6 @@ export function cursorToProto(cursor: CursorRecord): MessageInitShape<typeof Cur
     notifiedVersion: BigInt(cursor.notified),
     materialVersion: BigInt(cursor.material),
     updatedAt: timestampFromMs(cursor.updatedAtMs),
-  };
-}
-
-function noticeToProto(notice: Notice): MessageInitShape<typeof StaleNoticeSchema> {
-  return {
-    watcherSessionKey: notice.watcherKey,
-    target: sessionIdToRef(notice.target),
-    changesSince: BigInt(notice.changesSince),
-    notifiedVersion: BigInt(notice.notifiedVersion),
-    text: notice.text,
-    wake: notice.wake,
-    contextKey: notice.contextKey,
   };
 }
 
@@ -132,9 +120,7 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
         {
           send: (item) =>
             stream.send(
-              "notice" in item
-                ? { message: { case: "notice", value: noticeToProto(item.notice) } }
-                : { message: { case: "synced", value: item.synced } },
+              "notice" in item ? noticeResponse(item.notice) : { message: { case: "synced", value: item.synced } },
             ),
           drained: () => stream.drained(),
         },
@@ -161,13 +147,7 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
         metrics?.acks.inc({ result: outcome.acknowledged ? "acknowledged" : "stale" });
         if (outcome.reopened) metrics?.noticesReopened.inc();
       }
-      return {
-        results: outcomes.map((outcome) => ({
-          acknowledged: outcome.acknowledged,
-          reopened: outcome.reopened,
-          cursor: outcome.cursor === undefined ? undefined : cursorToProto(outcome.cursor),
-        })),
-      };
+      return ackResponse(outcomes);
     },
   };
 }
