@@ -26,6 +26,33 @@ const event = {
 };
 
 describe("events in wire form", () => {
+  test("the hand-written wire bytes equal toBinary of the event's StateEvent, for every kind, actor, outcome and time", () => {
+    const kinds = ["human_direct_message", "goal_changed", "upstream_missing", "child_spawned", "run_completed", "run_failed", "compacted", "adopted"] as const;
+    const actors = ["human", "agent", "system"] as const;
+    const outcomes = [undefined, "error", "timeout", "cancelled"] as const;
+    const times = [0, 999, 1000, -1, -1001, 1_764_676_800_123, 253_402_300_799_999];
+    let n = 0;
+    for (const kind of kinds) {
+      for (const actorType of actors) {
+        for (const [i, outcome] of outcomes.entries()) {
+          const occurredAtMs = times[n++ % times.length]!;
+          const variant = {
+            ...event,
+            sequence: [1, 127, 128, 2 ** 40, Number.MAX_SAFE_INTEGER][n % 5]!,
+            kind,
+            actorType,
+            occurredAtMs,
+            summary: n % 3 === 0 ? "" : `${kind} 𝄞 ${n}`,
+            payload: outcome === undefined ? (i === 0 && n % 2 === 0 ? {} : { turns: 0, channel: "" }) : { ...event.payload, outcome, turns: 2 ** 32 - 1 },
+          };
+          if (n % 4 === 0) delete (variant as { actorId?: string }).actorId;
+          const expected = toBinary(StateEventSchema, create(StateEventSchema, eventToProto(variant)));
+          assert.deepEqual(Buffer.from(encodeStateEvent(variant)), Buffer.from(expected), `${kind} ${actorType} ${outcome} ${occurredAtMs}`);
+        }
+      }
+    }
+  });
+
   test("an event's wire bytes decode to the StateEvent of its fields", () => {
     const decoded = fromBinary(StateEventSchema, encodeStateEvent(event));
     assert.equal(decoded.sequence, 4_000_000_001n);

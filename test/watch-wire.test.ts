@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { AckNoticesResponseSchema, SubscribeStaleNoticesResponseSchema } from "../gen/sessionstate/v1/watch_pb.js";
 import { noticeFromCursor } from "../src/notices/notice.js";
@@ -97,10 +98,12 @@ describe("hand-encoded watch messages", () => {
     }
   });
 
-  test("scalar fields at their default are left out, and a value that is not a safe non-negative integer is refused", () => {
+  test("scalar fields at their default are left out, negative integers are 10-byte two's complement, and unsafe numbers are refused", () => {
     assert.deepEqual(encodeFields([...varintField(3, 0), ...boolField(6, false), ...stringField(1, "")]), Buffer.alloc(0));
     assert.deepEqual(encodeFields([...varintField(3, 300), ...boolField(6, true), ...stringField(1, "é")]), Buffer.from([0x18, 0xac, 0x02, 0x30, 0x01, 0x0a, 0x02, 0xc3, 0xa9]));
-    assert.throws(() => varintField(3, -1), RangeError);
+    for (const value of [-1, -1000, Number.MIN_SAFE_INTEGER]) {
+      assert.deepEqual(encodeFields(varintField(1, value)), Buffer.from(new BinaryWriter().tag(1, WireType.Varint).int64(value).finish()), `${value}`);
+    }
     assert.throws(() => varintField(3, 1.5), RangeError);
     assert.throws(() => varintField(3, 2 ** 53), RangeError);
   });

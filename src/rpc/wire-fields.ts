@@ -17,6 +17,7 @@ const varintType = 0;
 const lengthDelimitedType = 2;
 
 function varintSize(value: number): number {
+  if (value < 0) return 10; // a negative int64 is its 64-bit two's complement
   let size = 1;
   for (let rest = value; rest >= 128; rest = Math.floor(rest / 128)) size++;
   return size;
@@ -24,9 +25,9 @@ function varintSize(value: number): number {
 
 const tagSize = (number: number): number => varintSize(number * 8);
 
-/** A non-negative integer field (int32, int64 or uint of at most 2^53 - 1); left out when 0. */
+/** An integer field (int32, int64, uint32, enum) of a safe integer value; left out when 0. */
 export function varintField(number: number, value: number): WireField[] {
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`field ${number}: ${value} is not a non-negative safe integer`);
+  if (!Number.isSafeInteger(value)) throw new RangeError(`field ${number}: ${value} is not a safe integer`);
   return value === 0 ? [] : [{ number, kind: "varint", value, size: tagSize(number) + varintSize(value) }];
 }
 
@@ -60,6 +61,7 @@ export function encodeFields(fields: readonly WireField[]): Buffer {
 }
 
 function writeVarint(out: Buffer, offset: number, value: number): number {
+  if (value < 0) return writeNegativeVarint(out, offset, value);
   let at = offset;
   let rest = value;
   while (rest >= 128) {
@@ -67,6 +69,17 @@ function writeVarint(out: Buffer, offset: number, value: number): number {
     rest = Math.floor(rest / 128);
   }
   out[at++] = rest;
+  return at;
+}
+
+function writeNegativeVarint(out: Buffer, offset: number, value: number): number {
+  let at = offset;
+  let rest = BigInt.asUintN(64, BigInt(value));
+  for (let i = 0; i < 9; i++) {
+    out[at++] = Number(rest & 0x7fn) | 128;
+    rest >>= 7n;
+  }
+  out[at++] = Number(rest);
   return at;
 }
 

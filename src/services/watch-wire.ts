@@ -1,32 +1,20 @@
-import { TimestampSchema } from "@bufbuild/protobuf/wkt";
-import { CursorSchema, SessionRefSchema } from "../../gen/sessionstate/v1/types_pb.js";
+import { CursorSchema } from "../../gen/sessionstate/v1/types_pb.js";
 import {
   AckNoticesResponseSchema,
   AckResultSchema,
   StaleNoticeSchema,
   SubscribeStaleNoticesResponseSchema,
 } from "../../gen/sessionstate/v1/watch_pb.js";
-import type { SessionId } from "../model/session-key.js";
+import { sessionRefFields, timestampFields } from "../model/event-wire.js";
 import type { Notice } from "../notices/notice.js";
 import { WireMessage } from "../rpc/wire-message.js";
 import { boolField, encodeFields, messageField, stringField, varintField, type WireField } from "../rpc/wire-fields.js";
 import type { AckOutcome, CursorRecord } from "../store/store.js";
 
 // Field numbers come from the generated descriptors, so they cannot drift from the .proto.
-const ref = SessionRefSchema.field;
-const stamp = TimestampSchema.field;
 const cursorField = CursorSchema.field;
 const notice = StaleNoticeSchema.field;
 const ackResult = AckResultSchema.field;
-
-function sessionRefFields(session: SessionId): WireField[] {
-  return [...stringField(ref.key.number, session.key), ...stringField(ref.agentId.number, session.agentId)];
-}
-
-function timestampFields(ms: number): WireField[] {
-  const seconds = Math.floor(ms / 1000);
-  return [...varintField(stamp.seconds.number, seconds), ...varintField(stamp.nanos.number, (ms - seconds * 1000) * 1_000_000)];
-}
 
 function cursorFields(cursor: CursorRecord): WireField[] {
   return [
