@@ -4,10 +4,12 @@ import { describe, test } from "node:test";
 import Database from "better-sqlite3";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { SessionStatusResponseSchema } from "../gen/sessionstate/v1/reconcile_pb.js";
-import { AppendResponseSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
+import { AppendBatchResponseSchema, AppendResponseSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { ActorType, EventKind, RunOutcome, StateEventSchema } from "../gen/sessionstate/v1/types_pb.js";
 import { encodeStateEvent, eventToProto } from "../src/model/event-wire.js";
-import { composeMessage } from "../src/rpc/wire-message.js";
+import { encodeFields } from "../src/rpc/wire-fields.js";
+import { sessionStatusResponseFields } from "../src/services/reconcile.js";
+import { appendBatchResponseFields, appendResponseFields } from "../src/services/signal-log.js";
 import { migrations } from "../src/store/migrations.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
 import { human, startTestServer, storeAppend, tempDir } from "./helpers.js";
@@ -66,7 +68,7 @@ describe("events in wire form", () => {
     );
   });
 
-  test("composed responses are byte for byte what encoding the whole message gives", () => {
+  test("hand-encoded Append, AppendBatch and SessionStatus responses are byte for byte what toBinary gives", () => {
     const wires = [encodeStateEvent(event), encodeStateEvent({ ...event, sequence: 9, payload: {}, summary: "" })];
     const whole = create(SessionStatusResponseSchema, {
       session: { key: "agent:ops:x", agentId: "ops" },
@@ -78,23 +80,35 @@ describe("events in wire form", () => {
         earliestAvailableSequence: 5n,
       },
     });
-    const changes = composeMessage(SessionStatusResponseSchema.field.stateChanges.message!, [
-      { field: 1, messages: wires },
-      { fields: { historyGap: true, truncated: true, earliestAvailableSequence: 5n } },
-    ]);
-    const composed = composeMessage(SessionStatusResponseSchema, [
-      { fields: { session: { key: "agent:ops:x", agentId: "ops" }, stateVersion: 12n } },
-      { field: 3, messages: [changes] },
-    ]);
-    assert.deepEqual(Buffer.from(composed), Buffer.from(toBinary(SessionStatusResponseSchema, whole)));
+    const stored = [
+      { ...event, wire: wires[0]! },
+      { ...event, sequence: 9, payload: {}, summary: "", wire: wires[1]! },
+    ];
+    const status = sessionStatusResponseFields(
+      { key: "agent:ops:x", agentId: "ops" },
+      { stateVersion: 12, changes: { events: stored, historyGap: true, truncated: true, earliestAvailableSequence: 5 } },
+    );
+    assert.deepEqual(encodeFields(status), Buffer.from(toBinary(SessionStatusResponseSchema, whole)));
+    const headOnly = sessionStatusResponseFields({ key: "agent:ops:x", agentId: "ops" }, { stateVersion: 0 });
+    const headOnlyWhole = create(SessionStatusResponseSchema, { session: { key: "agent:ops:x", agentId: "ops" } });
+    assert.deepEqual(encodeFields(headOnly), Buffer.from(toBinary(SessionStatusResponseSchema, headOnlyWhole)));
 
-    const append = composeMessage(AppendResponseSchema, [
-      { fields: { recorded: true, deduplicated: false } },
-      { field: 3, messages: [wires[0]!] },
-      { fields: { stateVersion: 4_000_000_001n } },
-    ]);
+    const recorded = { recorded: true, deduplicated: false, event: stored[0]!, stateVersion: 4_000_000_001, noticesOpened: 0 } as const;
     const appendWhole = create(AppendResponseSchema, { recorded: true, event: eventToProto(event), stateVersion: 4_000_000_001n });
-    assert.deepEqual(Buffer.from(append), Buffer.from(toBinary(AppendResponseSchema, appendWhole)));
+    assert.deepEqual(encodeFields(appendResponseFields(recorded)), Buffer.from(toBinary(AppendResponseSchema, appendWhole)));
+    const notWatched = appendResponseFields({ recorded: false, stateVersion: 7 });
+    assert.deepEqual(encodeFields(notWatched), Buffer.from(toBinary(AppendResponseSchema, create(AppendResponseSchema, { stateVersion: 7n }))));
+
+    const batch = appendBatchResponseFields([appendResponseFields(recorded), { code: 3, message: "appends[1]: summary: é" }, notWatched, []]);
+    const batchWhole = create(AppendBatchResponseSchema, {
+      results: [
+        { result: { case: "response", value: appendWhole } },
+        { result: { case: "failure", value: { code: 3, message: "appends[1]: summary: é" } } },
+        { result: { case: "response", value: { stateVersion: 7n } } },
+        { result: { case: "response", value: {} } },
+      ],
+    });
+    assert.deepEqual(encodeFields(batch), Buffer.from(toBinary(AppendBatchResponseSchema, batchWhole)));
   });
 
   test("sequences stay strictly increasing and never reused when the wire bytes are taken before the insert", async () => {

@@ -1,6 +1,7 @@
 /**
- * Hand encoding for the few messages sent on every notice and every ack, where protobuf-es's reflective
- * `create` + `toBinary` allocated more per message than everything else the server does with it. A message
+ * Hand encoding for the messages of the hot paths (appends, status reads, notices, acks, and each event's
+ * stored StateEvent), where protobuf-es's reflective `create` + `toBinary` cost more per message than
+ * everything else the server does with it, and for embedding already-encoded events. A message
  * is listed as its fields in field-number order, each field knowing its encoded size, so the whole message
  * is written into one Buffer of exactly the right size. Like any proto3 encoder, scalar fields at their
  * default (0, false, "") are left out; message fields are always written. Tests check the bytes against
@@ -11,7 +12,8 @@
 export type WireField =
   | { readonly number: number; readonly kind: "varint"; readonly value: number; readonly size: number }
   | { readonly number: number; readonly kind: "string"; readonly value: string; readonly length: number; readonly size: number }
-  | { readonly number: number; readonly kind: "message"; readonly fields: readonly WireField[]; readonly length: number; readonly size: number };
+  | { readonly number: number; readonly kind: "message"; readonly fields: readonly WireField[]; readonly length: number; readonly size: number }
+  | { readonly number: number; readonly kind: "encoded"; readonly bytes: Uint8Array; readonly size: number };
 
 const varintType = 0;
 const lengthDelimitedType = 2;
@@ -48,6 +50,14 @@ export function messageField(number: number, fields: readonly WireField[]): Wire
   let length = 0;
   for (const field of fields) length += field.size;
   return [{ number, kind: "message", fields, length, size: tagSize(number) + varintSize(length) + length }];
+}
+
+/**
+ * A message field whose message is already in wire form (an event's stored StateEvent bytes): written as
+ * it is, never decoded. Always written, even when empty.
+ */
+export function encodedMessageField(number: number, bytes: Uint8Array): WireField[] {
+  return [{ number, kind: "encoded", bytes, size: tagSize(number) + varintSize(bytes.byteLength) + bytes.byteLength }];
 }
 
 /** The wire bytes of a message made of `fields`. */
@@ -100,6 +110,12 @@ function writeFields(out: Buffer, offset: number, fields: readonly WireField[]):
         at = writeVarint(out, at, field.number * 8 + lengthDelimitedType);
         at = writeVarint(out, at, field.length);
         at = writeFields(out, at, field.fields);
+        break;
+      case "encoded":
+        at = writeVarint(out, at, field.number * 8 + lengthDelimitedType);
+        at = writeVarint(out, at, field.bytes.byteLength);
+        out.set(field.bytes, at);
+        at += field.bytes.byteLength;
         break;
     }
   }

@@ -2,9 +2,12 @@ import { SessionStatusResponseSchema, StateChangesSchema, type Reconcile } from 
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ServiceError, invalidArgument } from "../errors.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
-import type { Store } from "../store/store.js";
+import type { SessionStatus, Store } from "../store/store.js";
 import { agentPageOf, authorizeAgents } from "./authorize.js";
-import { composeMessage, WireMessage } from "../rpc/wire-message.js";
+import { WireMessage } from "../rpc/wire-message.js";
+import { boolField, encodedMessageField, encodeFields, messageField, varintField, type WireField } from "../rpc/wire-fields.js";
+import { sessionRefFields } from "../model/event-wire.js";
+import type { SessionId } from "../model/session-key.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { paginate } from "./page-token.js";
 
@@ -12,6 +15,25 @@ import { paginate } from "./page-token.js";
 export const maxStatusEvents = 200;
 /** Most sessions one GetStateVersions call may ask for. */
 export const maxVersionRefs = 1000;
+
+/** A SessionStatusResponse's fields; the events go out as the bytes stored with them. */
+export function sessionStatusResponseFields(session: SessionId, status: SessionStatus): WireField[] {
+  const field = SessionStatusResponseSchema.field;
+  const changesField = StateChangesSchema.field;
+  const { changes } = status;
+  return [
+    ...messageField(field.session.number, sessionRefFields(session)),
+    ...varintField(field.stateVersion.number, status.stateVersion),
+    ...(changes === undefined
+      ? []
+      : messageField(field.stateChanges.number, [
+          ...changes.events.flatMap((event) => encodedMessageField(changesField.events.number, event.wire)),
+          ...boolField(changesField.historyGap.number, changes.historyGap),
+          ...boolField(changesField.truncated.number, changes.truncated),
+          ...varintField(changesField.earliestAvailableSequence.number, changes.earliestAvailableSequence),
+        ])),
+  ];
+}
 
 /** The Reconcile service: read-only, never moves a cursor. */
 export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<(typeof Reconcile)["method"]> {
@@ -34,22 +56,7 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
           `changes_since ${since} is above the session's state version ${status.stateVersion}`,
         );
       }
-      const head = { session: sessionIdToRef(session), stateVersion: BigInt(status.stateVersion) };
-      const changes = status.changes;
-      if (changes === undefined) return head;
-      // The events go out as the bytes stored with them: events are field 1 of StateChanges, which is
-      // field 3 of the response, so these parts are in field order.
-      const stateChanges = composeMessage(StateChangesSchema, [
-        { field: 1, messages: changes.events.map((event) => event.wire) },
-        {
-          fields: {
-            historyGap: changes.historyGap,
-            truncated: changes.truncated,
-            earliestAvailableSequence: BigInt(changes.earliestAvailableSequence),
-          },
-        },
-      ]);
-      return new WireMessage(composeMessage(SessionStatusResponseSchema, [{ fields: head }, { field: 3, messages: [stateChanges] }]));
+      return new WireMessage(encodeFields(sessionStatusResponseFields(session, status)));
     },
     listSessions: async (request, context) => {
       const { agentId, limit, after } = agentPageOf(context, request, "ListSessions");

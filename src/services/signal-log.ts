@@ -1,5 +1,6 @@
 import {
   AppendBatchResponseSchema,
+  AppendFailureSchema,
   AppendResponseSchema,
   AppendResultSchema,
   type AppendRequest,
@@ -9,7 +10,7 @@ import type { Clock } from "../clock.js";
 import { normalizeKey } from "../model/session-key.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Retention } from "../store/retention.js";
-import type { Store } from "../store/store.js";
+import type { AppendOutcome, Store } from "../store/store.js";
 import type { SessionActivity } from "../upstream/session-activity.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -18,7 +19,8 @@ import { statusFromError } from "../rpc/status-from-error.js";
 import { invalidArgument } from "../errors.js";
 import { appendInputFromRequest } from "./append-request.js";
 import { authorizeAgents, authorizeKeys, requireAdmin } from "./authorize.js";
-import { composeMessage, WireMessage } from "../rpc/wire-message.js";
+import { WireMessage } from "../rpc/wire-message.js";
+import { boolField, encodedMessageField, encodeFields, messageField, stringField, varintField, type WireField } from "../rpc/wire-fields.js";
 import { sessionIdFromRef } from "./convert.js";
 
 /** What the SignalLog service needs. */
@@ -34,30 +36,51 @@ export interface SignalLogDeps {
 /** Most entries one AppendBatch call may hold. */
 export const maxBatchAppends = 1000;
 
+/** An AppendResponse's fields; the event goes out as the bytes stored with it. */
+export function appendResponseFields(outcome: AppendOutcome): WireField[] {
+  const field = AppendResponseSchema.field;
+  if (!outcome.recorded) return varintField(field.stateVersion.number, outcome.stateVersion);
+  return [
+    ...boolField(field.recorded.number, true),
+    ...boolField(field.deduplicated.number, outcome.deduplicated),
+    ...encodedMessageField(field.event.number, outcome.event.wire),
+    ...varintField(field.stateVersion.number, outcome.stateVersion),
+  ];
+}
+
+/** An AppendBatchResponse's fields: each entry's AppendResponse fields, or its failure. */
+export function appendBatchResponseFields(results: readonly (WireField[] | { code: number; message: string })[]): WireField[] {
+  const result = AppendResultSchema.field;
+  const failure = AppendFailureSchema.field;
+  return results.flatMap((entry) =>
+    messageField(
+      AppendBatchResponseSchema.field.results.number,
+      Array.isArray(entry)
+        ? messageField(result.response.number, entry)
+        : messageField(result.failure.number, [...varintField(failure.code.number, entry.code), ...stringField(failure.message.number, entry.message)]),
+    ),
+  );
+}
+
 /** The SignalLog service: append, session lifecycle and on-demand retention. */
 export function signalLogHandlers({ store, clock, retention, activity, metrics, log }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
-  /** One append, answered as AppendResponse wire bytes. */
-  const appendOne = async (request: AppendRequest, context: CallContext): Promise<Uint8Array> => {
+  /** One append, answered as AppendResponse fields. */
+  const appendOne = async (request: AppendRequest, context: CallContext): Promise<WireField[]> => {
     const input = appendInputFromRequest(request, clock.nowMs());
     authorizeAgents(context, [input.session.agentId]);
     authorizeKeys(context, input.notifyWatcherKeys);
     const outcome = await store.append(input);
     if (!outcome.recorded) {
       metrics?.appends.inc({ kind: input.kind, result: "not_watched" });
-      return composeMessage(AppendResponseSchema, [{ fields: { recorded: false, stateVersion: BigInt(outcome.stateVersion) } }]);
+    } else {
+      metrics?.appends.inc({ kind: input.kind, result: outcome.deduplicated ? "deduplicated" : "recorded" });
+      metrics?.noticesOpened.inc(outcome.noticesOpened);
     }
-    metrics?.appends.inc({ kind: input.kind, result: outcome.deduplicated ? "deduplicated" : "recorded" });
-    metrics?.noticesOpened.inc(outcome.noticesOpened);
-    // The event goes out as the bytes stored with it (field 3, between the flags and the version).
-    return composeMessage(AppendResponseSchema, [
-      { fields: { recorded: true, deduplicated: outcome.deduplicated } },
-      { field: 3, messages: [outcome.event.wire] },
-      { fields: { stateVersion: BigInt(outcome.stateVersion) } },
-    ]);
+    return appendResponseFields(outcome);
   };
 
   return {
-    append: async (request, context) => new WireMessage(await appendOne(request, context)),
+    append: async (request, context) => new WireMessage(encodeFields(await appendOne(request, context))),
     appendBatch: async (request, context) => {
       if (request.appends.length > maxBatchAppends) {
         throw invalidArgument("appends", `at most ${maxBatchAppends} per call (got ${request.appends.length})`);
@@ -65,18 +88,13 @@ export function signalLogHandlers({ store, clock, retention, activity, metrics, 
       // Every entry is queued in this turn, so all of them share one group commit.
       const results = await Promise.all(
         request.appends.map((append, i) =>
-          appendOne(append, context).then(
-            (response) => composeMessage(AppendResultSchema, [{ field: 1, messages: [response] }]),
-            (err: unknown) => {
-              const status = statusFromError(err, log, context.method);
-              return composeMessage(AppendResultSchema, [
-                { fields: { result: { case: "failure", value: { code: status.code, message: `appends[${i}]: ${status.details}` } } } },
-              ]);
-            },
-          ),
+          appendOne(append, context).catch((err: unknown) => {
+            const status = statusFromError(err, log, context.method);
+            return { code: status.code, message: `appends[${i}]: ${status.details}` };
+          }),
         ),
       );
-      return new WireMessage(composeMessage(AppendBatchResponseSchema, [{ field: 1, messages: results }]));
+      return new WireMessage(encodeFields(appendBatchResponseFields(results)));
     },
     resetSession: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
