@@ -7,7 +7,7 @@ import { SessionStatusResponseSchema } from "../gen/sessionstate/v1/reconcile_pb
 import { AppendBatchResponseSchema, AppendResponseSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { ActorType, EventKind, RunOutcome, StateEventSchema } from "../gen/sessionstate/v1/types_pb.js";
 import { encodeStateEvent, eventToProto } from "../src/model/event-wire.js";
-import { encodeFields } from "../src/rpc/wire-fields.js";
+import { encodeFields } from "../src/model/wire-fields.js";
 import { sessionStatusResponseFields } from "../src/services/reconcile.js";
 import { appendBatchResponseFields, appendResponseFields } from "../src/services/signal-log.js";
 import { migrations } from "../src/store/migrations.js";

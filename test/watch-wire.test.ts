@@ -5,7 +5,7 @@ import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { AckNoticesResponseSchema, SubscribeStaleNoticesResponseSchema } from "../gen/sessionstate/v1/watch_pb.js";
 import { noticeFromCursor } from "../src/notices/notice.js";
-import { boolField, encodeFields, stringField, varintField } from "../src/rpc/wire-fields.js";
+import { boolField, encodeFields, stringField, varintField } from "../src/model/wire-fields.js";
 import { ackResponse, noticeResponse } from "../src/services/watch-wire.js";
 import type { AckOutcome, CursorRecord } from "../src/store/store.js";
 

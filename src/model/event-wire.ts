@@ -8,7 +8,7 @@ import {
   SessionRefSchema,
   StateEventSchema,
 } from "../../gen/sessionstate/v1/types_pb.js";
-import { encodeFields, messageField, stringField, varintField, type WireField } from "../rpc/wire-fields.js";
+import { encodeFields, messageField, stringField, varintField, type WireField } from "./wire-fields.js";
 import type { ActorType, EventKind, RunOutcome, StoredEvent } from "./event.js";
 import type { SessionId } from "./session-key.js";
 

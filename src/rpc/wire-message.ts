@@ -2,7 +2,7 @@ import type { DescMessage } from "@bufbuild/protobuf";
 
 /**
  * A response already in wire form. A handler returns one (or sends one on a stream) instead of a message
- * when it encodes the bytes itself with the wire fields (src/rpc/wire-fields.ts), for example to embed
+ * when it encodes the bytes itself with the wire fields (src/model/wire-fields.ts), for example to embed
  * stored events without decoding and re-encoding them.
  */
 export class WireMessage<O extends DescMessage> {

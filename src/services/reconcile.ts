@@ -5,7 +5,7 @@ import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { SessionStatus, Store } from "../store/store.js";
 import { agentPageOf, authorizeAgents } from "./authorize.js";
 import { WireMessage } from "../rpc/wire-message.js";
-import { boolField, encodedMessageField, encodeFields, messageField, varintField, type WireField } from "../rpc/wire-fields.js";
+import { boolField, encodedMessageField, encodeFields, messageField, varintField, type WireField } from "../model/wire-fields.js";
 import { sessionRefFields } from "../model/event-wire.js";
 import type { SessionId } from "../model/session-key.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";

@@ -20,7 +20,7 @@ import { invalidArgument } from "../errors.js";
 import { appendInputFromRequest } from "./append-request.js";
 import { authorizeAgents, authorizeKeys, requireAdmin } from "./authorize.js";
 import { WireMessage } from "../rpc/wire-message.js";
-import { boolField, encodedMessageField, encodeFields, messageField, stringField, varintField, type WireField } from "../rpc/wire-fields.js";
+import { boolField, encodedMessageField, encodeFields, messageField, stringField, varintField, type WireField } from "../model/wire-fields.js";
 import { sessionIdFromRef } from "./convert.js";
 
 /** What the SignalLog service needs. */

@@ -8,7 +8,7 @@ import {
 import { sessionRefFields, timestampFields } from "../model/event-wire.js";
 import type { Notice } from "../notices/notice.js";
 import { WireMessage } from "../rpc/wire-message.js";
-import { boolField, encodeFields, messageField, stringField, varintField, type WireField } from "../rpc/wire-fields.js";
+import { boolField, encodeFields, messageField, stringField, varintField, type WireField } from "../model/wire-fields.js";
 import type { AckOutcome, CursorRecord } from "../store/store.js";
 
 // Field numbers come from the generated descriptors, so they cannot drift from the .proto.
