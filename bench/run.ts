@@ -16,6 +16,7 @@ import { SessionStatusRequestSchema } from "../gen/sessionstate/v1/reconcile_pb.
 import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { SessionStateClient } from "../src/client/index.js";
+import { encodeStateEvent } from "../src/codec/event-codec.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
 import { atFixedRate, connect, human, storeAppend, type Clients } from "../test/helpers.js";
 import { etcdPutRate, etcdWatchLatency, startEtcd } from "./etcd-peer.js";
@@ -258,7 +259,7 @@ async function coalescing(): Promise<void> {
 /** 4. SessionStatus with changes_since over a full 50,000-row log vs echo of a same-sized message. */
 async function reconcile(echo: Listening): Promise<void> {
   const path = join(work, "reconcile.db");
-  const store = SqliteStore.open(path, "normal");
+  const store = SqliteStore.open(path, "normal", encodeStateEvent);
   for (let i = 0; i < 50_000; i++) await store.append(storeAppend(`agent:bench:r${i % 100}`, Date.now()));
   await store.close();
   const server = await spawnListening(join(root, "bin/sessionstate.js"), ["serve", "--db", path, "--listen", "127.0.0.1:0", "--log-level", "warn"], serverNodeArgs);
@@ -293,7 +294,7 @@ async function reconcile(echo: Listening): Promise<void> {
 /** 5 and 6. Start-up with 50,000 events and 100,000 cursors (20,000 pending); then memory. */
 async function startupAndMemory(): Promise<void> {
   const path = join(work, "startup.db");
-  const store = SqliteStore.open(path, "normal");
+  const store = SqliteStore.open(path, "normal", encodeStateEvent);
   const now = Date.now();
   for (let t = 0; t < 1000; t++) {
     for (let w = 0; w < 100; w++) await store.watch(`agent:bw:w${w}`, { agentId: "bw", key: `agent:bw:t${t}` }, now);

@@ -4,6 +4,7 @@ import { file_sessionstate_v1_reconcile, Reconcile } from "../gen/sessionstate/v
 import { file_sessionstate_v1_signal_log, SignalLog } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { file_sessionstate_v1_upstream, Upstream } from "../gen/sessionstate/v1/upstream_pb.js";
 import { file_sessionstate_v1_watch, Watch } from "../gen/sessionstate/v1/watch_pb.js";
+import { encodeStateEvent } from "./codec/event-codec.js";
 import { systemClock, type Clock } from "./clock.js";
 import { formatHostPort, isLoopbackHost, type Config } from "./config.js";
 import type { Logger } from "./logger.js";
@@ -70,7 +71,7 @@ function credentialsOf(config: Config): ServerCredentials {
 export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened }: ServerOptions): Promise<RunningServer> {
   const log = logger.child({ component: "server" });
   const tokens = config.tokensFile === undefined ? undefined : new TokenRegistry(config.tokensFile);
-  const store = SqliteStore.open(config.dbPath, config.durability);
+  const store = SqliteStore.open(config.dbPath, config.durability, encodeStateEvent);
   onStoreOpened?.(store);
   let edge: RpcEdge | undefined;
   const metrics = new Metrics({

@@ -6,7 +6,7 @@ import {
   isPending,
   seedCursor,
   type CursorMarks,
-} from "../src/notices/cursor-machine.js";
+} from "../src/domain/cursor-machine.js";
 
 const marks = (acked: number, notified: number, material: number): CursorMarks => ({ acked, notified, material });
 

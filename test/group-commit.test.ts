@@ -2,13 +2,13 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { SqliteStore } from "../src/store/sqlite-store.js";
-import type { AppendInput } from "../src/store/store.js";
-import { storeAppend, tempDir } from "./helpers.js";
+import type { AppendInput } from "../src/domain/records.js";
+import { storeAppend, tempDir, openTestStore } from "./helpers.js";
 
 describe("group commit", () => {
   test("appends committed together stay isolated: a failing one rolls back alone, in order", async () => {
     const dir = tempDir();
-    const store = SqliteStore.open(join(dir.dir, "group.db"), "normal");
+    const store = openTestStore(join(dir.dir, "group.db"));
     try {
       const broken = { ...storeAppend("agent:main:b", 1), summary: null } as unknown as AppendInput;
       const results = await Promise.allSettled([
@@ -43,7 +43,7 @@ describe("group commit", () => {
 
   test("acks share the group commit with appends, in the order they were made", async () => {
     const dir = tempDir();
-    const store = SqliteStore.open(join(dir.dir, "acks.db"), "normal");
+    const store = openTestStore(join(dir.dir, "acks.db"));
     try {
       const target = { agentId: "main", key: "agent:main:t" };
       const watcherKey = "agent:main:w";
@@ -76,12 +76,12 @@ describe("group commit", () => {
   test("closing the store commits appends still queued", async () => {
     const dir = tempDir();
     const path = join(dir.dir, "queued.db");
-    const store = SqliteStore.open(path, "normal");
+    const store = openTestStore(path);
     const pending = store.append(storeAppend("agent:main:q", 1));
     await store.close();
     const outcome = await pending;
     assert.equal(outcome.recorded, true);
-    const reopened = SqliteStore.open(path, "normal");
+    const reopened = openTestStore(path);
     try {
       assert.deepEqual(await reopened.getStateVersions([{ agentId: "main", key: "agent:main:q" }]), [1]);
     } finally {
@@ -94,7 +94,7 @@ describe("group commit", () => {
 describe("group commit on a full database", () => {
   test("every append of a batch is either stored and resolved, or not stored and rejected", async () => {
     const dir = tempDir();
-    const store = SqliteStore.open(join(dir.dir, "full.db"), "normal");
+    const store = openTestStore(join(dir.dir, "full.db"));
     try {
       for (let i = 0; i < 20; i++) await store.append(storeAppend(`agent:main:seed${i}`, 1));
       store.limitPages(1);

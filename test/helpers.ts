@@ -15,9 +15,10 @@ import { Watch } from "../gen/sessionstate/v1/watch_pb.js";
 import type { StaleNotice, SubscribeStaleNoticesResponse } from "../gen/sessionstate/v1/watch_pb.js";
 import { createServiceClient, type ServerStreamCall } from "../src/client/service-client.js";
 import type { Clock } from "../src/clock.js";
-import { agentIdOfKey } from "../src/model/session-key.js";
-import type { SqliteStore } from "../src/store/sqlite-store.js";
-import type { AppendInput as StoreAppendInput } from "../src/store/store.js";
+import { agentIdOfKey } from "../src/domain/session-key.js";
+import { SqliteStore } from "../src/store/sqlite-store.js";
+import { encodeStateEvent } from "../src/codec/event-codec.js";
+import type { AppendInput as StoreAppendInput } from "../src/domain/records.js";
 import { defaultConfig, type Config } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { startServer, type RunningServer } from "../src/server.js";
@@ -51,6 +52,11 @@ export function storeAppend(key: string, nowMs: number, kind: StoreAppendInput["
     onlyIfWatched: false,
     nowMs,
   };
+}
+
+/** Opens a store on a database file for a store-level test, with the server's event encoder. Close it. */
+export function openTestStore(path: string): SqliteStore {
+  return SqliteStore.open(path, "normal", encodeStateEvent);
 }
 
 /** A clock the test moves by hand. */

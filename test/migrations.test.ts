@@ -3,8 +3,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import Database from "better-sqlite3";
 import { migrations } from "../src/store/migrations.js";
-import { SqliteStore } from "../src/store/sqlite-store.js";
-import { storeAppend, tempDir } from "./helpers.js";
+import { storeAppend, tempDir, openTestStore } from "./helpers.js";
 
 /** A schema-3 database as the previous release left it: events with text session keys and wire bytes. */
 function createVersion3(path: string): Map<number, Buffer> {
@@ -40,7 +39,7 @@ describe("schema migration to integer session ids (4)", () => {
     const path = join(dir.dir, "v3.db");
     try {
       const wireBefore = createVersion3(path);
-      const store = SqliteStore.open(path, "normal");
+      const store = openTestStore(path);
       try {
         const a = await store.sessionStatus({ agentId: "main", key: "agent:main:a" }, 0, 10);
         const b = await store.sessionStatus({ agentId: "ops", key: "agent:ops:b" }, 0, 10);
@@ -90,7 +89,7 @@ describe("schema migration to integer session ids (4)", () => {
     const dir = tempDir();
     const path = join(dir.dir, "new.db");
     try {
-      const store = SqliteStore.open(path, "normal");
+      const store = openTestStore(path);
       try {
         for (let i = 0; i < 5; i++) await store.append(storeAppend("agent:main:a", 1_000 + i));
         const first = await store.append({ ...storeAppend("agent:main:a", 2_000), dedupeKey: "k" });

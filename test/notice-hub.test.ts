@@ -4,15 +4,14 @@ import { describe, test } from "node:test";
 import { setImmediate as tick } from "node:timers/promises";
 import { createLogger } from "../src/logger.js";
 import { NoticeHub, type NoticeStreamItem } from "../src/notices/notice-hub.js";
-import { SqliteStore } from "../src/store/sqlite-store.js";
-import { storeAppend, tempDir } from "./helpers.js";
+import { storeAppend, tempDir, openTestStore } from "./helpers.js";
 
 const humanTurn = (key: string, nowMs: number) => storeAppend(key, nowMs, "human_direct_message");
 
 describe("notice hub", () => {
   test("a subscriber that stops reading costs at most one queued entry per pair, and gets one notice per pair when it resumes", async () => {
     const dir = tempDir();
-    const store = SqliteStore.open(join(dir.dir, "hub.db"), "normal");
+    const store = openTestStore(join(dir.dir, "hub.db"));
     const hub = new NoticeHub(store, createLogger("silent"));
     hub.start();
     const abort = new AbortController();

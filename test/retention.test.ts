@@ -4,7 +4,7 @@ import { describe, test } from "node:test";
 import { createLogger } from "../src/logger.js";
 import { Retention } from "../src/store/retention.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
-import { FakeClock, dayMs, goal, startTestServer, storeAppend as input, tempDir } from "./helpers.js";
+import { FakeClock, dayMs, goal, startTestServer, storeAppend as input, tempDir, openTestStore } from "./helpers.js";
 
 describe("retention", () => {
   test("a small row cap keeps exactly the newest rows and raises watermarks", async () => {
@@ -35,7 +35,7 @@ describe("retention", () => {
   test("the default cap keeps exactly the newest 50,000 rows, in bounded steps", async () => {
     const dir = tempDir();
     const clock = new FakeClock();
-    const store = SqliteStore.open(join(dir.dir, "cap.db"), "normal");
+    const store = openTestStore(join(dir.dir, "cap.db"));
     try {
       for (let i = 0; i < 50_003; i++) await store.append(input(`agent:main:s${i % 7}`, clock.nowMs()));
       const steps: number[] = [];

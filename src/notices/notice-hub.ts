@@ -1,8 +1,9 @@
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { PairChange, Store } from "../store/store.js";
-import { isPending } from "./cursor-machine.js";
-import { noticeFromCursor, type Notice } from "./notice.js";
+import type { CursorRecord, PairChange } from "../domain/records.js";
+import { pairKeyOf } from "../domain/write-rules.js";
+import { isPending } from "../domain/cursor-machine.js";
+import { noticeFromCursor, type Notice } from "../domain/notice.js";
 
 /** Which watchers a subscriber serves: exact keys and key prefixes, all normalised. */
 export interface NoticeFilter {
@@ -21,8 +22,19 @@ export interface NoticeSink {
   drained(): Promise<void>;
 }
 
+/**
+ * What the hub needs from durable state: the pending cursors of a filter, one pair's cursor, and the feed
+ * of pairs whose pending notice opened, changed or closed (delivered after the change is durable). Every
+ * store provides it.
+ */
+export interface NoticeSource {
+  pendingCursors(watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]>;
+  getCursor(watcherKey: string, target: PairChange["target"]): Promise<CursorRecord | undefined>;
+  onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void;
+}
+
 function pairKey(change: PairChange): string {
-  return `${change.watcherKey}\u0000${change.target.agentId}\u0000${change.target.key}`;
+  return pairKeyOf(change.watcherKey, change.target);
 }
 
 /**
@@ -75,7 +87,7 @@ export class NoticeHub {
   private unsubscribe: (() => void) | undefined;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: NoticeSource,
     private readonly log: Logger,
     private readonly metrics?: Metrics,
   ) {}
@@ -101,6 +113,13 @@ export class NoticeHub {
     let queued = 0;
     for (const sub of this.allSubscriptions()) queued += sub.dirty.size;
     return queued;
+  }
+
+  /** Pairs whose sent notice the subscriptions remember: released when the notice closes. */
+  get rememberedPairs(): number {
+    let remembered = 0;
+    for (const sub of this.allSubscriptions()) remembered += sub.sent.size;
+    return remembered;
   }
 
   private allSubscriptions(): Set<Subscription> {

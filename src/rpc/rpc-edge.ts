@@ -11,7 +11,7 @@ import {
   type sendUnaryData,
 } from "@grpc/grpc-js";
 import type { Logger } from "../logger.js";
-import type { Principal } from "../model/principal.js";
+import type { Principal } from "../domain/principal.js";
 import {
   grpcServiceDefinition,
   methodPath,
@@ -22,7 +22,7 @@ import {
   type UnaryHandler,
 } from "./service-adapter.js";
 import { statusFromError } from "./status-from-error.js";
-import { WireMessage } from "./wire-message.js";
+import { WireMessage } from "../codec/wire-message.js";
 
 type Status = Pick<StatusObject, "code" | "details">;
 

@@ -1,8 +1,8 @@
 import type { DescMessage, DescMethod, DescService, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
-import type { Principal } from "../model/principal.js";
-import type { WireMessage } from "./wire-message.js";
+import type { Principal } from "../domain/principal.js";
+import type { WireMessage } from "../codec/wire-message.js";
 
 /** What a handler learns about its call. */
 export interface CallContext {

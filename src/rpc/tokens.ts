@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Principal } from "../model/principal.js";
-import { normalizeAgentId } from "../model/session-key.js";
+import type { Principal } from "../domain/principal.js";
+import { normalizeAgentId } from "../domain/session-key.js";
 
 /** One entry of the tokens file: a name, the SHA-256 of the token, and its scope. */
 interface TokenEntry {

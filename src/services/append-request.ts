@@ -1,9 +1,9 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { AppendRequest } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import { invalidArgument } from "../errors.js";
-import { clampEventTime, type EventPayload } from "../model/event.js";
-import { hasControlCharacter, isAgentQualified, normalizeKey } from "../model/session-key.js";
-import type { AppendInput } from "../store/store.js";
+import { clampEventTime, type EventPayload } from "../domain/event.js";
+import { hasControlCharacter, isAgentQualified, normalizeKey } from "../domain/session-key.js";
+import type { AppendInput } from "../domain/records.js";
 import { actorTypeFromProto, kindFromProto, outcomeFromProto, sessionIdFromRef } from "./convert.js";
 
 /** Longest summary, in characters (code points). */

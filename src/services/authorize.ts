@@ -1,6 +1,6 @@
 import { ServiceError } from "../errors.js";
-import type { Principal } from "../model/principal.js";
-import { agentIdOfKey, defaultAgentId, normalizeAgentId, type SessionId } from "../model/session-key.js";
+import type { Principal } from "../domain/principal.js";
+import { agentIdOfKey, defaultAgentId, normalizeAgentId, type SessionId } from "../domain/session-key.js";
 import { decodePageToken, pageSizeOf } from "./page-token.js";
 import type { CallContext } from "../rpc/service-adapter.js";
 

@@ -7,9 +7,9 @@ import {
   type SessionRefSchema,
 } from "../../gen/sessionstate/v1/types_pb.js";
 import { invalidArgument } from "../errors.js";
-import type { ActorType, EventKind, RunOutcome } from "../model/event.js";
-import { actorsToProto, kindsToProto, outcomesToProto } from "../model/event-wire.js";
-import { resolveSessionId, type SessionId } from "../model/session-key.js";
+import type { ActorType, EventKind, RunOutcome } from "../domain/event.js";
+import { actorsToProto, kindsToProto, outcomesToProto } from "../codec/proto-enums.js";
+import { resolveSessionId, type SessionId } from "../domain/session-key.js";
 
 const kindsFromProto = new Map([...kindsToProto].map(([kind, proto]) => [proto, kind]));
 const actorsFromProto = new Map([...actorsToProto].map(([actor, proto]) => [proto, actor]));

@@ -1,13 +1,10 @@
-import { SessionStatusResponseSchema, StateChangesSchema, type Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
+import type { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { ServiceError, invalidArgument } from "../errors.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
-import type { SessionStatus, Store } from "../store/store.js";
+import type { Store } from "../store/store.js";
 import { agentPageOf, authorizeAgents } from "./authorize.js";
-import { WireMessage } from "../rpc/wire-message.js";
-import { boolField, encodedMessageField, encodeFields, messageField, varintField, type WireField } from "../model/wire-fields.js";
-import { sessionRefFields } from "../model/event-wire.js";
-import type { SessionId } from "../model/session-key.js";
+import { sessionStatusResponse } from "../codec/response-codec.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { paginate } from "./page-token.js";
 
@@ -15,25 +12,6 @@ import { paginate } from "./page-token.js";
 export const maxStatusEvents = 200;
 /** Most sessions one GetStateVersions call may ask for. */
 export const maxVersionRefs = 1000;
-
-/** A SessionStatusResponse's fields; the events go out as the bytes stored with them. */
-export function sessionStatusResponseFields(session: SessionId, status: SessionStatus): WireField[] {
-  const field = SessionStatusResponseSchema.field;
-  const changesField = StateChangesSchema.field;
-  const { changes } = status;
-  return [
-    ...messageField(field.session.number, sessionRefFields(session)),
-    ...varintField(field.stateVersion.number, status.stateVersion),
-    ...(changes === undefined
-      ? []
-      : messageField(field.stateChanges.number, [
-          ...changes.events.flatMap((event) => encodedMessageField(changesField.events.number, event.wire)),
-          ...boolField(changesField.historyGap.number, changes.historyGap),
-          ...boolField(changesField.truncated.number, changes.truncated),
-          ...varintField(changesField.earliestAvailableSequence.number, changes.earliestAvailableSequence),
-        ])),
-  ];
-}
 
 /** The Reconcile service: read-only, never moves a cursor. */
 export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<(typeof Reconcile)["method"]> {
@@ -56,7 +34,7 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
           `changes_since ${since} is above the session's state version ${status.stateVersion}`,
         );
       }
-      return new WireMessage(encodeFields(sessionStatusResponseFields(session, status)));
+      return sessionStatusResponse(session, status);
     },
     listSessions: async (request, context) => {
       const { agentId, limit, after } = agentPageOf(context, request, "ListSessions");

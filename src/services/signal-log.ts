@@ -1,16 +1,10 @@
-import {
-  AppendBatchResponseSchema,
-  AppendFailureSchema,
-  AppendResponseSchema,
-  AppendResultSchema,
-  type AppendRequest,
-  type SignalLog,
-} from "../../gen/sessionstate/v1/signal_log_pb.js";
+import type { AppendRequest, SignalLog } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import type { Clock } from "../clock.js";
-import { normalizeKey } from "../model/session-key.js";
+import { normalizeKey } from "../domain/session-key.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Retention } from "../store/retention.js";
-import type { AppendOutcome, Store } from "../store/store.js";
+import type { Store } from "../store/store.js";
+import type { AppendOutcome } from "../domain/records.js";
 import type { SessionActivity } from "../upstream/session-activity.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -19,8 +13,7 @@ import { statusFromError } from "../rpc/status-from-error.js";
 import { invalidArgument } from "../errors.js";
 import { appendInputFromRequest } from "./append-request.js";
 import { authorizeAgents, authorizeKeys, requireAdmin } from "./authorize.js";
-import { WireMessage } from "../rpc/wire-message.js";
-import { boolField, encodedMessageField, encodeFields, messageField, stringField, varintField, type WireField } from "../model/wire-fields.js";
+import { appendBatchResponse, appendResponse } from "../codec/response-codec.js";
 import { sessionIdFromRef } from "./convert.js";
 
 /** What the SignalLog service needs. */
@@ -36,36 +29,10 @@ export interface SignalLogDeps {
 /** Most entries one AppendBatch call may hold. */
 export const maxBatchAppends = 1000;
 
-/** An AppendResponse's fields; the event goes out as the bytes stored with it. */
-export function appendResponseFields(outcome: AppendOutcome): WireField[] {
-  const field = AppendResponseSchema.field;
-  if (!outcome.recorded) return varintField(field.stateVersion.number, outcome.stateVersion);
-  return [
-    ...boolField(field.recorded.number, true),
-    ...boolField(field.deduplicated.number, outcome.deduplicated),
-    ...encodedMessageField(field.event.number, outcome.event.wire),
-    ...varintField(field.stateVersion.number, outcome.stateVersion),
-  ];
-}
-
-/** An AppendBatchResponse's fields: each entry's AppendResponse fields, or its failure. */
-export function appendBatchResponseFields(results: readonly (WireField[] | { code: number; message: string })[]): WireField[] {
-  const result = AppendResultSchema.field;
-  const failure = AppendFailureSchema.field;
-  return results.flatMap((entry) =>
-    messageField(
-      AppendBatchResponseSchema.field.results.number,
-      Array.isArray(entry)
-        ? messageField(result.response.number, entry)
-        : messageField(result.failure.number, [...varintField(failure.code.number, entry.code), ...stringField(failure.message.number, entry.message)]),
-    ),
-  );
-}
-
 /** The SignalLog service: append, session lifecycle and on-demand retention. */
 export function signalLogHandlers({ store, clock, retention, activity, metrics, log }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
-  /** One append, answered as AppendResponse fields. */
-  const appendOne = async (request: AppendRequest, context: CallContext): Promise<WireField[]> => {
+  /** One append, validated, authorised and stored. */
+  const appendOne = async (request: AppendRequest, context: CallContext): Promise<AppendOutcome> => {
     const input = appendInputFromRequest(request, clock.nowMs());
     authorizeAgents(context, [input.session.agentId]);
     authorizeKeys(context, input.notifyWatcherKeys);
@@ -76,11 +43,11 @@ export function signalLogHandlers({ store, clock, retention, activity, metrics, 
       metrics?.appends.inc({ kind: input.kind, result: outcome.deduplicated ? "deduplicated" : "recorded" });
       metrics?.noticesOpened.inc(outcome.noticesOpened);
     }
-    return appendResponseFields(outcome);
+    return outcome;
   };
 
   return {
-    append: async (request, context) => new WireMessage(encodeFields(await appendOne(request, context))),
+    append: async (request, context) => appendResponse(await appendOne(request, context)),
     appendBatch: async (request, context) => {
       if (request.appends.length > maxBatchAppends) {
         throw invalidArgument("appends", `at most ${maxBatchAppends} per call (got ${request.appends.length})`);
@@ -94,7 +61,7 @@ export function signalLogHandlers({ store, clock, retention, activity, metrics, 
           }),
         ),
       );
-      return new WireMessage(encodeFields(appendBatchResponseFields(results)));
+      return appendBatchResponse(results);
     },
     resetSession: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);

@@ -1,10 +1,13 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
+import { fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { StateEventSchema } from "../../gen/sessionstate/v1/types_pb.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { RemoteItemKind, type Upstream, type UpstreamLinkSchema } from "../../gen/sessionstate/v1/upstream_pb.js";
 import type { Clock } from "../clock.js";
 import { ServiceError, invalidArgument } from "../errors.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
-import type { LinkRecord, Store } from "../store/store.js";
+import type { Store } from "../store/store.js";
+import type { LinkRecord } from "../domain/records.js";
+import type { StoredEvent } from "../domain/event.js";
 import { normalizeUserText, type SessionActivity } from "../upstream/session-activity.js";
 import { resolveTranscriptPath } from "../upstream/transcript-path.js";
 import {
@@ -16,7 +19,6 @@ import {
 } from "../upstream/upstream-monitor.js";
 import { eventTimeOf, optionalText } from "./append-request.js";
 import { agentPageOf, authorizeAgents, requireAdmin } from "./authorize.js";
-import { eventToProto } from "../model/event-wire.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { paginate } from "./page-token.js";
 
@@ -31,6 +33,11 @@ export interface UpstreamDeps {
   clock: Clock;
   /** Real path of the transcript root; undefined when local adoption is off. */
   transcriptRoot: string | undefined;
+}
+
+/** A stored event as a StateEvent message, decoded from the bytes stored with it (the one StateEvent encoder). */
+function eventMessageOf(event: StoredEvent) {
+  return fromBinary(StateEventSchema, event.wire);
 }
 
 function linkToProto(link: LinkRecord): MessageInitShape<typeof UpstreamLinkSchema> {
@@ -119,7 +126,7 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
         ...(marker === undefined ? {} : { link: { session, catalogId, hostId, threadId, source, marker, updatedAtMs: nowMs } }),
       });
       return {
-        event: eventToProto(adopted.event),
+        event: eventMessageOf(adopted.event),
         linked: adopted.link !== undefined,
         reason: declined ?? "",
         link: adopted.link === undefined ? undefined : linkToProto(adopted.link),
@@ -154,7 +161,7 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
         return remote;
       });
       const result = await monitor.reportRemoteItems(session, items);
-      return { humanTurns: result.humanTurns, event: result.event === undefined ? undefined : eventToProto(result.event) };
+      return { humanTurns: result.humanTurns, event: result.event === undefined ? undefined : eventMessageOf(result.event) };
     },
     listUpstreamLinks: async (request, context) => {
       const { agentId, limit, after } = agentPageOf(context, request, "ListUpstreamLinks");

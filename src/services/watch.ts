@@ -1,18 +1,16 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { CursorSchema } from "../../gen/sessionstate/v1/types_pb.js";
 import type { Watch } from "../../gen/sessionstate/v1/watch_pb.js";
 import type { Clock } from "../clock.js";
 import { invalidArgument } from "../errors.js";
-import { hasControlCharacter, isAgentQualified, maxKeyBytes, normalizeKey } from "../model/session-key.js";
+import { hasControlCharacter, isAgentQualified, maxKeyBytes, normalizeKey } from "../domain/session-key.js";
 import type { NoticeFilter, NoticeHub } from "../notices/notice-hub.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
-import type { AckInput, CursorRecord, Store } from "../store/store.js";
+import type { Store } from "../store/store.js";
+import type { AckInput } from "../domain/records.js";
 import type { Metrics } from "../metrics.js";
 import { authorizeAgents, authorizeKeys, authorizePrefixes, requireAdmin } from "./authorize.js";
-import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
+import { sessionIdFromRef } from "./convert.js";
 import { decodePageToken, pageSizeOf, paginate } from "./page-token.js";
-import { ackResponse, noticeResponse } from "./watch-wire.js";
+import { ackResponse, listWatchesResponse, noticeResponse, syncedResponse, watchResponse } from "../codec/response-codec.js";
 
 /** Most watcher keys plus prefixes one subscription may name. */
 export const maxSubscriptionFilters = 100;
@@ -25,18 +23,6 @@ export interface WatchDeps {
   hub: NoticeHub;
   clock: Clock;
   metrics?: Metrics;
-}
-
-/** A cursor as a Cursor message. */
-export function cursorToProto(cursor: CursorRecord): MessageInitShape<typeof CursorSchema> {
-  return {
-    watcherSessionKey: cursor.watcherKey,
-    target: sessionIdToRef(cursor.target),
-    ackedVersion: BigInt(cursor.acked),
-    notifiedVersion: BigInt(cursor.notified),
-    materialVersion: BigInt(cursor.material),
-    updatedAt: timestampFromMs(cursor.updatedAtMs),
-  };
 }
 
 /** A watcher key that must be agent-qualified (subscriptions, acks). */
@@ -84,11 +70,10 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
       authorizeKeys(context, [watcherKey]);
       authorizeAgents(context, [target.agentId]);
       if (!isAgentQualified(watcherKey)) {
-        return { watched: false, reason: "watcher is not an agent-qualified session key (agent:<agentId>:<rest>)" };
+        return watchResponse({ reason: "watcher is not an agent-qualified session key (agent:<agentId>:<rest>)" });
       }
-      if (watcherKey === target.key) return { watched: false, reason: "a session cannot watch itself" };
-      const cursor = await store.watch(watcherKey, target, clock.nowMs());
-      return { watched: true, cursor: cursorToProto(cursor) };
+      if (watcherKey === target.key) return watchResponse({ reason: "a session cannot watch itself" });
+      return watchResponse({ cursor: await store.watch(watcherKey, target, clock.nowMs()) });
     },
     unwatch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
@@ -109,7 +94,7 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
       const after = position === undefined ? undefined : ([position[0]!, position[1]!, position[2]!] as const);
       const cursors = await store.listWatches({ watcherKey, target, after, limit: limit + 1 });
       const { page, nextPageToken } = paginate(cursors, limit, (c) => [c.watcherKey, c.target.agentId, c.target.key]);
-      return { cursors: page.map(cursorToProto), nextPageToken };
+      return listWatchesResponse(page, nextPageToken);
     },
     subscribeStaleNotices: async (request, stream, context) => {
       const filter = filterOf(request.watcherSessionKeys, request.watcherKeyPrefixes);
@@ -119,9 +104,7 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
         filter,
         {
           send: (item) =>
-            stream.send(
-              "notice" in item ? noticeResponse(item.notice) : { message: { case: "synced", value: item.synced } },
-            ),
+            stream.send("notice" in item ? noticeResponse(item.notice) : syncedResponse(item.synced.pendingDelivered)),
           drained: () => stream.drained(),
         },
         context.signal,

@@ -1,7 +1,6 @@
 import type Database from "better-sqlite3";
-import type { SessionId } from "../model/session-key.js";
-import type { CursorMarks } from "../notices/cursor-machine.js";
-import type { CursorRecord } from "./store.js";
+import type { SessionId } from "../domain/session-key.js";
+import type { CursorRecord } from "../domain/records.js";
 
 interface CursorRow {
   watcher_key: string;
@@ -66,11 +65,14 @@ export class CursorTables {
     this.anyOfTarget = db.prepare<[string, string], { one: number }>(
       "SELECT 1 AS one FROM cursors WHERE target_agent_id = ? AND target_key = ? LIMIT 1",
     );
-    this.deleteOne = db.prepare<[string, string, string]>(
-      "DELETE FROM cursors WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ?",
+    // Removals return what they removed, so the store can announce the notices they closed.
+    this.deleteOne = db.prepare<[string, string, string], CursorRow>(
+      "DELETE FROM cursors WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ? RETURNING *",
     );
-    this.deleteOfWatcher = db.prepare<[string]>("DELETE FROM cursors WHERE watcher_key = ?");
-    this.deleteOfTarget = db.prepare<[string, string]>("DELETE FROM cursors WHERE target_agent_id = ? AND target_key = ?");
+    this.deleteOfWatcher = db.prepare<[string], CursorRow>("DELETE FROM cursors WHERE watcher_key = ? RETURNING *");
+    this.deleteOfTarget = db.prepare<[string, string], CursorRow>(
+      "DELETE FROM cursors WHERE target_agent_id = ? AND target_key = ? RETURNING *",
+    );
     this.pendingOfWatcher = db.prepare<[string], CursorRow>(
       "SELECT * FROM cursors WHERE watcher_key = ? AND notified > acked ORDER BY target_agent_id, target_key",
     );
@@ -91,9 +93,10 @@ export class CursorTables {
       `SELECT * FROM cursors WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ? AND ${after} ${order}`,
     );
     this.pendingCount = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM cursors WHERE notified > acked");
-    this.deleteUntouched = db.prepare<[number, number]>(
+    this.deleteUntouched = db.prepare<[number, number], CursorRow>(
       `DELETE FROM cursors WHERE (watcher_key, target_agent_id, target_key) IN
-         (SELECT watcher_key, target_agent_id, target_key FROM cursors WHERE updated_at_ms < ? LIMIT ?)`,
+         (SELECT watcher_key, target_agent_id, target_key FROM cursors WHERE updated_at_ms < ? LIMIT ?)
+       RETURNING *`,
     );
   }
 
@@ -104,9 +107,9 @@ export class CursorTables {
   }
 
   /** Creates or overwrites the cursor of a pair. */
-  put(watcherKey: string, target: SessionId, marks: CursorMarks, nowMs: number): CursorRecord {
-    this.upsert.run(watcherKey, target.agentId, target.key, marks.acked, marks.notified, marks.material, nowMs);
-    return { watcherKey, target, acked: marks.acked, notified: marks.notified, material: marks.material, updatedAtMs: nowMs };
+  put(cursor: CursorRecord): void {
+    const { target } = cursor;
+    this.upsert.run(cursor.watcherKey, target.agentId, target.key, cursor.acked, cursor.notified, cursor.material, cursor.updatedAtMs);
   }
 
   /** Refreshes a cursor's lifetime without changing its marks. */
@@ -124,19 +127,20 @@ export class CursorTables {
     return this.anyOfTarget.get(target.agentId, target.key) !== undefined;
   }
 
-  /** Removes a pair's cursor; true when there was one. */
-  remove(watcherKey: string, target: SessionId): boolean {
-    return this.deleteOne.run(watcherKey, target.agentId, target.key).changes > 0;
+  /** Removes a pair's cursor; returns it, or `undefined` when there was none. */
+  remove(watcherKey: string, target: SessionId): CursorRecord | undefined {
+    const row = this.deleteOne.get(watcherKey, target.agentId, target.key);
+    return row === undefined ? undefined : cursorFromRow(row);
   }
 
-  /** Removes every cursor a watcher holds; returns how many. */
-  removeOfWatcher(watcherKey: string): number {
-    return this.deleteOfWatcher.run(watcherKey).changes;
+  /** Removes every cursor a watcher holds; returns them. */
+  removeOfWatcher(watcherKey: string): CursorRecord[] {
+    return this.deleteOfWatcher.all(watcherKey).map(cursorFromRow);
   }
 
-  /** Removes every cursor on a target; returns how many. */
-  removeOfTarget(target: SessionId): number {
-    return this.deleteOfTarget.run(target.agentId, target.key).changes;
+  /** Removes every cursor on a target; returns them. */
+  removeOfTarget(target: SessionId): CursorRecord[] {
+    return this.deleteOfTarget.all(target.agentId, target.key).map(cursorFromRow);
   }
 
   /** Pending cursors (`N > L`) of the given watchers and of every watcher whose key starts with a prefix. */
@@ -170,8 +174,8 @@ export class CursorTables {
     return this.pendingCount.get()!.n;
   }
 
-  /** Removes up to `limit` cursors untouched since `cutoffMs`; returns how many. */
-  pruneUntouched(cutoffMs: number, limit: number): number {
-    return this.deleteUntouched.run(cutoffMs, limit).changes;
+  /** Removes up to `limit` cursors untouched since `cutoffMs`; returns them. */
+  pruneUntouched(cutoffMs: number, limit: number): CursorRecord[] {
+    return this.deleteUntouched.all(cutoffMs, limit).map(cursorFromRow);
   }
 }

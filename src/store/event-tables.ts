@@ -1,8 +1,7 @@
 import type Database from "better-sqlite3";
-import type { ActorType, EventKind, RunOutcome, StoredEvent } from "../model/event.js";
-import type { SessionId } from "../model/session-key.js";
-import { encodeStateEvent } from "../model/event-wire.js";
-import type { AppendInput, EventWire, SessionHead } from "./store.js";
+import type { ActorType, EventKind, RunOutcome, StoredEvent } from "../domain/event.js";
+import type { SessionId } from "../domain/session-key.js";
+import type { EventWire, SessionHead } from "../domain/records.js";
 
 export interface EventRow {
   sequence: number;
@@ -38,7 +37,7 @@ interface HeadRow {
 }
 
 /** Converts a stored row to an event. The columns were written by `insertEvent`, so they are trusted. */
-export function eventFromRow(row: EventRow): StoredEvent {
+function eventFromRow(row: EventRow): StoredEvent {
   const event: StoredEvent = {
     sequence: row.sequence,
     agentId: row.agent_id,
@@ -83,7 +82,7 @@ const sessionIdOf = "(SELECT session_id FROM heads WHERE agent_id = ? AND sessio
  */
 export class EventTables {
   private readonly insert;
-  private readonly nextSequence;
+  private readonly nextSequenceOf;
   private readonly byDedupeKey;
   private readonly upsertHead;
   private readonly head;
@@ -105,7 +104,7 @@ export class EventTables {
          channel, turns, catalog_id, host_id, dedupe_key, wire)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
-    this.nextSequence = db
+    this.nextSequenceOf = db
       .prepare<[], number>("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) + 1")
       .pluck();
     this.byDedupeKey = db.prepare<[string], EventRow>(
@@ -150,46 +149,37 @@ export class EventTables {
   }
 
   /**
-   * Inserts an event with the next sequence and moves its session's head to it (never down; the head is
-   * created with the session's first event). Returns the event, wire bytes included.
+   * The sequence the next inserted event gets. AUTOINCREMENT's counter is never below any sequence issued,
+   * so it is taken before the insert (the sequence is part of the event's wire bytes).
    */
-  insertEvent(input: AppendInput): StoredEvent {
-    const { session, payload } = input;
-    // The sequence is part of the wire bytes, so it is taken before the insert: AUTOINCREMENT's counter
-    // is never below any sequence issued, and an explicit larger one moves the counter on.
-    const event: StoredEvent = {
-      sequence: this.nextSequence.get()!,
-      agentId: session.agentId,
-      sessionKey: session.key,
-      kind: input.kind,
-      actorType: input.actorType,
-      summary: input.summary,
-      occurredAtMs: input.occurredAtMs,
-      payload: { ...payload },
-      wire: new Uint8Array(0),
-    };
-    if (input.actorId !== undefined) event.actorId = input.actorId;
-    if (input.runId !== undefined) event.runId = input.runId;
-    event.wire = encodeStateEvent(event);
-    const sessionId = this.upsertHead.get(session.agentId, session.key, event.sequence, input.nowMs)!;
+  nextSequence(): number {
+    return this.nextSequenceOf.get()!;
+  }
+
+  /**
+   * Inserts an event (with the sequence from `nextSequence`) and moves its session's head to it (never
+   * down; the head is created with the session's first event).
+   */
+  insertEvent(event: StoredEvent, dedupeKey: string | undefined, nowMs: number): void {
+    const { payload } = event;
+    const sessionId = this.upsertHead.get(event.agentId, event.sessionKey, event.sequence, nowMs)!;
     this.insert.run(
       event.sequence,
       sessionId,
-      input.kind,
-      input.actorType,
-      input.actorId ?? null,
-      input.runId ?? null,
-      input.summary,
-      input.occurredAtMs,
+      event.kind,
+      event.actorType,
+      event.actorId ?? null,
+      event.runId ?? null,
+      event.summary,
+      event.occurredAtMs,
       payload.outcome ?? null,
       payload.channel ?? null,
       payload.turns ?? null,
       payload.catalogId ?? null,
       payload.hostId ?? null,
-      input.dedupeKey ?? null,
+      dedupeKey ?? null,
       event.wire,
     );
-    return event;
   }
 
   /** The event holding `dedupeKey`, if one is retained. */

@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
-import type { SessionId } from "../model/session-key.js";
-import type { LinkRecord } from "./store.js";
+import type { SessionId } from "../domain/session-key.js";
+import type { LinkRecord } from "../domain/records.js";
 
 interface LinkRow {
   agent_id: string;

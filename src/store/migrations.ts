@@ -1,6 +1,5 @@
 import type Database from "better-sqlite3";
-import { eventFromRow, type EventRow } from "./event-tables.js";
-import { encodeStateEvent } from "../model/event-wire.js";
+import { encodeVersion2Event, type Version2EventRow } from "./migration-3-wire.js";
 
 /** One schema step: SQL, then optionally code that fills what SQL alone cannot, in the same transaction. */
 export interface Migration {
@@ -10,7 +9,8 @@ export interface Migration {
 
 /**
  * The schema, one entry per version. Entry i takes a database from `user_version` i to i + 1. Never edit
- * an entry that has shipped: add a new one.
+ * an entry that has shipped, nor let one call live code (migration 3 has its own frozen encoder): add a
+ * new one.
  */
 export const migrations: readonly Migration[] = [
   {
@@ -90,13 +90,13 @@ export const migrations: readonly Migration[] = [
   `,
     fill: (db) => {
       const rows = db
-        .prepare<[], EventRow>(
+        .prepare<[], Version2EventRow>(
           `SELECT sequence, agent_id, session_key, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
              channel, turns, catalog_id, host_id FROM events`,
         )
         .all();
       const setWire = db.prepare<[Uint8Array, number]>("UPDATE events SET wire = ? WHERE sequence = ?");
-      for (const row of rows) setWire.run(encodeStateEvent(eventFromRow({ ...row, wire: Buffer.alloc(0) })), row.sequence);
+      for (const row of rows) setWire.run(encodeVersion2Event(row), row.sequence);
     },
   },
   {

@@ -1,266 +1,106 @@
 import type Database from "better-sqlite3";
-import { effectOfKind, type StoredEvent } from "../model/event.js";
-import type { SessionId } from "../model/session-key.js";
-import { applyAck, applyMaterialEvent, isPending, seedCursor } from "../notices/cursor-machine.js";
-import { CursorTables } from "./cursor-tables.js";
-import { EventTables } from "./event-tables.js";
-import { LinkTables } from "./link-tables.js";
-import { openDatabase, type Durability } from "./open-database.js";
+import type { EventEncoder, StoredEvent } from "../domain/event.js";
 import type {
   AckInput,
   AckOutcome,
   AdoptInput,
-  LinkRecord,
-  ScanCommit,
   AppendInput,
   AppendOutcome,
   CursorRecord,
+  LinkRecord,
   PairChange,
   PruneStep,
   RetentionPolicy,
+  ScanCommit,
   SessionHead,
   SessionStatus,
-  Store,
-} from "./store.js";
-
-/** The session a watcher key stands for: agent-qualified keys carry their agent id. */
-function isWatcherOf(watcherKey: string, session: SessionId): boolean {
-  return watcherKey === session.key && watcherKey.startsWith(`agent:${session.agentId}:`);
-}
-
-/** A write's result: its own value, and the pairs whose pending notice it changed. */
-type WriteResult<T> = { value: T; changes: PairChange[] };
-
-/** A write waiting for the next group commit. */
-interface QueuedWrite {
-  write: () => WriteResult<unknown>;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
-}
+} from "../domain/records.js";
+import type { SessionId } from "../domain/session-key.js";
+import {
+  appendNeedsTargetCursors,
+  applyAcks,
+  cursorEffectsOfEvent,
+  eventOfAppend,
+  isAppendGated,
+  isScanCurrent,
+  isWatcherOf,
+  linkOfAdoption,
+  pairChangesOfRemoved,
+  watchCursor,
+} from "../domain/write-rules.js";
+import { CursorTables } from "./cursor-tables.js";
+import { EventTables } from "./event-tables.js";
+import { GroupCommit, type WriteResult } from "./group-commit.js";
+import { LinkTables } from "./link-tables.js";
+import { openDatabase, type Durability } from "./open-database.js";
+import type { Store } from "./store.js";
 
 /**
- * The SQLite backend. Each method runs one short synchronous transaction (`BEGIN IMMEDIATE` when it
- * writes). Appends and acks, the frequent writes, are group-committed: those that arrive in the same
- * turn of the event loop share one transaction, each inside its own savepoint, so one refused write
- * never affects another and a commit is paid once per batch. Pair changes are announced to feed
- * listeners after the commit.
+ * The SQLite backend: SQL and transactions only; every decision is a rule of domain/write-rules. Each
+ * method runs one short synchronous transaction (`BEGIN IMMEDIATE` when it writes); appends and acks are
+ * group-committed (store/group-commit). Pair changes are announced to feed listeners after the commit.
  */
 export class SqliteStore implements Store {
   private readonly events: EventTables;
   private readonly cursors: CursorTables;
   private readonly links: LinkTables;
   private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
-  private readonly savepoint;
-  private readonly writeBatchTx;
-  private queuedWrites: QueuedWrite[] = [];
+  private readonly groupCommit: GroupCommit;
   private readonly statusTx;
-  private readonly deleteTx;
-  private readonly pruneTx;
-  private readonly watchTx;
-  private readonly adoptTx;
-  private readonly scanTx;
+  private readonly writeTx;
 
-  private constructor(private readonly db: Database.Database) {
+  private constructor(
+    private readonly db: Database.Database,
+    private readonly encodeEvent: EventEncoder,
+  ) {
     this.events = new EventTables(db);
     this.cursors = new CursorTables(db);
     this.links = new LinkTables(db);
-    // Called inside writeBatchTx, a transaction function runs as a savepoint: a failing write rolls back alone.
-    this.savepoint = db.transaction((write: () => WriteResult<unknown>) => write());
-    this.writeBatchTx = db.transaction((writes: readonly QueuedWrite[]) =>
-      writes.map((queued): WriteResult<unknown> | { error: unknown } => {
-        try {
-          return this.savepoint(queued.write);
-        } catch (error) {
-          // Some failures (SQLITE_FULL, I/O errors) make SQLite roll back the whole transaction: then no
-          // write of this batch is stored, and all of them must fail.
-          if (!this.db.inTransaction) throw error;
-          return { error };
-        }
-      }),
-    );
+    this.groupCommit = new GroupCommit(db, (changes) => this.announce(changes));
     this.statusTx = db.transaction((session: SessionId, changesSince: number | undefined, limit: number) =>
       this.statusInTransaction(session, changesSince, limit),
     );
-    this.deleteTx = db.transaction((session: SessionId) => {
-      const eventsRemoved = this.events.deleteSession(session);
-      let cursorsRemoved = this.cursors.removeOfTarget(session);
-      if (isWatcherOf(session.key, session)) cursorsRemoved += this.cursors.removeOfWatcher(session.key);
-      return { eventsRemoved, cursorsRemoved, linkRemoved: this.links.remove(session) };
-    });
-    this.pruneTx = db.transaction((policy: RetentionPolicy): PruneStep => {
-      const eventsRemoved = this.events.pruneEvents(policy.cutoffMs, policy.maxEvents, policy.maxRowsPerStep);
-      const cursorsRemoved = this.cursors.pruneUntouched(policy.cutoffMs, policy.maxRowsPerStep - eventsRemoved);
-      return { eventsRemoved, cursorsRemoved, done: eventsRemoved + cursorsRemoved < policy.maxRowsPerStep };
-    });
-    this.watchTx = db.transaction((watcherKey: string, target: SessionId, nowMs: number): CursorRecord => {
-      const existing = this.cursors.get(watcherKey, target);
-      if (existing === undefined) return this.cursors.put(watcherKey, target, seedCursor(this.events.versionOf(target)), nowMs);
-      this.cursors.touch(watcherKey, target, nowMs);
-      return { ...existing, updatedAtMs: nowMs };
-    });
-    this.adoptTx = db.transaction((input: AdoptInput) => this.adoptInTransaction(input));
-    this.scanTx = db.transaction((scanned: LinkRecord, commit: ScanCommit) => this.scanInTransaction(scanned, commit));
+    this.writeTx = db.transaction((write: () => WriteResult<unknown>) => write());
   }
 
-  private acksInTransaction(acks: readonly AckInput[], nowMs: number): WriteResult<AckOutcome[]> {
-    const changes: PairChange[] = [];
-    const value = acks.map((ack): AckOutcome => {
-      const cursor = this.cursors.get(ack.watcherKey, ack.target);
-      if (cursor === undefined) return { acknowledged: false, reopened: false };
-      const step = applyAck(cursor, ack.notifiedVersion, ack.reconciledThrough);
-      if (!step.acknowledged) return { acknowledged: false, reopened: false, cursor };
-      changes.push({ watcherKey: ack.watcherKey, target: ack.target });
-      return { acknowledged: true, reopened: step.reopened, cursor: this.cursors.put(ack.watcherKey, ack.target, step.cursor, nowMs) };
-    });
-    return { value, changes };
+  /**
+   * Opens the database file at `path` (see `openDatabase`); `encodeEvent` gives each new event its stored
+   * wire bytes. The caller must `close()` the store.
+   */
+  static open(path: string, durability: Durability, encodeEvent: EventEncoder): SqliteStore {
+    return new SqliteStore(openDatabase(path, durability), encodeEvent);
   }
 
-  /** Appends the `adopted` event and creates or refreshes the link, in one transaction. */
-  private adoptInTransaction(input: AdoptInput) {
-    const appended = this.appendInTransaction(input.adoptedEvent);
-    if (!appended.value.recorded) throw new Error("an adopted event is never gated");
-    const wanted = input.link;
-    if (wanted === undefined) return { event: appended.value.event, changes: appended.changes };
-    const existing = this.links.get(wanted.session);
-    const sameSource = existing !== undefined && existing.source === wanted.source && existing.threadId === wanted.threadId;
-    const link = this.links.put({
-      ...wanted,
-      marker: sameSource ? existing.marker : wanted.marker,
-      missedChecks: sameSource ? existing.missedChecks : 0,
-      ...(sameSource && existing.lastScannedAtMs !== undefined ? { lastScannedAtMs: existing.lastScannedAtMs } : {}),
-    });
-    return { event: appended.value.event, link, changes: appended.changes };
-  }
-
-  /** Applies a scan result if the link is unchanged since the scan began. */
-  private scanInTransaction(scanned: LinkRecord, commit: ScanCommit) {
-    const current = this.links.get(scanned.session);
-    const unchanged =
-      current !== undefined &&
-      current.source === scanned.source &&
-      current.threadId === scanned.threadId &&
-      current.marker === scanned.marker &&
-      current.missedChecks === scanned.missedChecks &&
-      current.updatedAtMs === scanned.updatedAtMs;
-    if (!unchanged) return { committed: false, changes: [] as PairChange[] };
-    let event: StoredEvent | undefined;
-    let changes: PairChange[] = [];
-    if (commit.event !== undefined) {
-      const appended = this.appendInTransaction(commit.event);
-      if (appended.value.recorded) event = appended.value.event;
-      changes = appended.changes;
-    }
-    if (commit.removeLink === true) this.links.remove(scanned.session);
-    else this.links.recordScan(scanned.session, commit.marker, commit.missedChecks, commit.nowMs);
-    return { committed: true, event, changes };
-  }
-
-  /** Opens the database file at `path` (see `openDatabase`); the caller must `close()` the store. */
-  static open(path: string, durability: Durability): SqliteStore {
-    return new SqliteStore(openDatabase(path, durability));
+  /** Runs one write in its own `BEGIN IMMEDIATE` transaction and announces its pair changes after the commit. */
+  private runWrite<T>(write: () => WriteResult<T>): T {
+    const { value, changes } = this.writeTx.immediate(write) as WriteResult<T>;
+    this.announce(changes);
+    return value;
   }
 
   append(input: AppendInput): Promise<AppendOutcome> {
-    return this.enqueueWrite(() => this.appendInTransaction(input));
-  }
-
-  /** Queues a write for the next group commit; it settles after that commit. */
-  private enqueueWrite<T>(write: () => WriteResult<T>): Promise<T> {
-    return new Promise((resolve, reject) => {
-      this.queuedWrites.push({ write, resolve: resolve as (value: unknown) => void, reject });
-      if (this.queuedWrites.length === 1) setImmediate(() => this.commitQueuedWrites());
-    });
-  }
-
-  /** Commits every queued write in one transaction and settles each one's promise. */
-  private commitQueuedWrites(): void {
-    const batch = this.queuedWrites;
-    if (batch.length === 0) return;
-    this.queuedWrites = [];
-    let results: (WriteResult<unknown> | { error: unknown })[];
-    try {
-      results = this.writeBatchTx.immediate(batch);
-    } catch (error) {
-      for (const queued of batch) queued.reject(error);
-      return;
-    }
-    const changes: PairChange[] = [];
-    results.forEach((result, i) => {
-      if ("error" in result) return batch[i]!.reject(result.error);
-      changes.push(...result.changes);
-      batch[i]!.resolve(result.value);
-    });
-    this.announce(changes);
+    return this.groupCommit.enqueue(() => this.appendInTransaction(input));
   }
 
   private appendInTransaction(input: AppendInput): WriteResult<AppendOutcome> {
     if (input.dedupeKey !== undefined) {
       const existing = this.events.eventByDedupeKey(input.dedupeKey);
       if (existing !== undefined) {
-        const session = { agentId: existing.agentId, key: existing.sessionKey };
-        const outcome = {
-          recorded: true,
-          deduplicated: true,
-          event: existing,
-          stateVersion: this.events.versionOf(session),
-          noticesOpened: 0,
-        } as const;
-        return { value: outcome, changes: [] };
+        const stateVersion = this.events.versionOf({ agentId: existing.agentId, key: existing.sessionKey });
+        return { value: { recorded: true, deduplicated: true, event: existing, stateVersion, noticesOpened: 0 }, changes: [] };
       }
     }
-    const watchers = input.notifyWatcherKeys.filter((key) => !isWatcherOf(key, input.session));
-    if (input.onlyIfWatched && watchers.length === 0 && !this.cursors.isWatched(input.session)) {
+    const cursorsOnTarget = appendNeedsTargetCursors(input) ? this.cursors.ofTargetSession(input.session) : [];
+    if (isAppendGated(input, cursorsOnTarget)) {
       return { value: { recorded: false, stateVersion: this.events.versionOf(input.session) }, changes: [] };
     }
-    const event = this.events.insertEvent(input);
-    const { changes, opened } = this.updateCursors(event, input, watchers);
-    return { value: { recorded: true, deduplicated: false, event, stateVersion: event.sequence, noticesOpened: opened }, changes };
-  }
-
-  /**
-   * The cursor effects of one new event (SPEC §5). Returns the pairs whose pending notice changed, and how
-   * many notices opened.
-   */
-  private updateCursors(
-    event: StoredEvent,
-    input: AppendInput,
-    namedWatchers: readonly string[],
-  ): { changes: PairChange[]; opened: number } {
-    const target = input.session;
-    const changes: PairChange[] = [];
-    let opened = 0;
-    const effect = effectOfKind(event.kind);
-    switch (effect) {
-      case "ledger":
-        break;
-      case "seed":
-        for (const watcherKey of namedWatchers) {
-          const previous = this.cursors.get(watcherKey, target);
-          this.cursors.put(watcherKey, target, seedCursor(event.sequence), input.nowMs);
-          if (previous !== undefined && isPending(previous)) changes.push({ watcherKey, target });
-        }
-        break;
-      case "notify": {
-        const concerned = new Map<string, CursorRecord | undefined>();
-        for (const cursor of this.cursors.ofTargetSession(target)) concerned.set(cursor.watcherKey, cursor);
-        for (const watcherKey of namedWatchers) if (!concerned.has(watcherKey)) concerned.set(watcherKey, undefined);
-        for (const [watcherKey, cursor] of concerned) {
-          if (event.actorId === watcherKey) continue; // a watcher is never told about what it did itself
-          const next = applyMaterialEvent(cursor, event.sequence);
-          this.cursors.put(watcherKey, target, next.cursor, input.nowMs);
-          if (next.opened) {
-            changes.push({ watcherKey, target });
-            opened++;
-          }
-        }
-        break;
-      }
-      default: {
-        const never: never = effect;
-        throw new Error(`unknown kind effect ${String(never)}`);
-      }
-    }
-    return { changes, opened };
+    const fields = eventOfAppend(input, this.events.nextSequence());
+    const event: StoredEvent = { ...fields, wire: this.encodeEvent(fields) };
+    this.events.insertEvent(event, input.dedupeKey, input.nowMs);
+    const effects = cursorEffectsOfEvent(event, input, cursorsOnTarget);
+    for (const cursor of effects.cursorWrites) this.cursors.put(cursor);
+    const value = { recorded: true, deduplicated: false, event, stateVersion: event.sequence, noticesOpened: effects.noticesOpened } as const;
+    return { value, changes: effects.pairChanges };
   }
 
   private announce(changes: readonly PairChange[]): void {
@@ -304,18 +144,30 @@ export class SqliteStore implements Store {
   }
 
   async deleteSession(session: SessionId) {
-    return this.deleteTx.immediate(session);
+    return this.runWrite(() => {
+      const eventsRemoved = this.events.deleteSession(session);
+      const removed = this.cursors.removeOfTarget(session);
+      if (isWatcherOf(session.key, session)) removed.push(...this.cursors.removeOfWatcher(session.key));
+      const value = { eventsRemoved, cursorsRemoved: removed.length, linkRemoved: this.links.remove(session) };
+      return { value, changes: pairChangesOfRemoved(removed) };
+    });
   }
 
   async watch(watcherKey: string, target: SessionId, nowMs: number): Promise<CursorRecord> {
-    if (isWatcherOf(watcherKey, target)) throw new Error("a session cannot watch itself");
-    return this.watchTx.immediate(watcherKey, target, nowMs);
+    return this.runWrite(() => {
+      const existing = this.cursors.get(watcherKey, target);
+      const { cursor, created } = watchCursor(watcherKey, target, existing, this.events.versionOf(target), nowMs);
+      if (created) this.cursors.put(cursor);
+      else this.cursors.touch(watcherKey, target, nowMs);
+      return { value: cursor, changes: [] };
+    });
   }
 
   async unwatch(watcherKey: string, target: SessionId): Promise<boolean> {
-    const removed = this.cursors.remove(watcherKey, target);
-    if (removed) this.announce([{ watcherKey, target }]);
-    return removed;
+    return this.runWrite(() => {
+      const removed = this.cursors.remove(watcherKey, target);
+      return { value: removed !== undefined, changes: removed === undefined ? [] : pairChangesOfRemoved([removed]) };
+    });
   }
 
   async listWatches(filter: Parameters<Store["listWatches"]>[0]): Promise<CursorRecord[]> {
@@ -323,7 +175,10 @@ export class SqliteStore implements Store {
   }
 
   async resetWatcher(watcherKey: string): Promise<number> {
-    return this.cursors.removeOfWatcher(watcherKey);
+    return this.runWrite(() => {
+      const removed = this.cursors.removeOfWatcher(watcherKey);
+      return { value: removed.length, changes: pairChangesOfRemoved(removed) };
+    });
   }
 
   async getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined> {
@@ -335,13 +190,23 @@ export class SqliteStore implements Store {
   }
 
   ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]> {
-    return this.enqueueWrite(() => this.acksInTransaction(acks, nowMs));
+    return this.groupCommit.enqueue(() => {
+      const effects = applyAcks(acks, (watcherKey, target) => this.cursors.get(watcherKey, target), nowMs);
+      for (const cursor of effects.cursorWrites) this.cursors.put(cursor);
+      return { value: effects.outcomes, changes: effects.pairChanges };
+    });
   }
 
   async adopt(input: AdoptInput): Promise<{ event: StoredEvent; link?: LinkRecord }> {
-    const { changes, ...adopted } = this.adoptTx.immediate(input);
-    this.announce(changes);
-    return adopted;
+    return this.runWrite((): WriteResult<{ event: StoredEvent; link?: LinkRecord }> => {
+      const appended = this.appendInTransaction(input.adoptedEvent);
+      if (!appended.value.recorded) throw new Error("an adopted event is never gated");
+      const { event } = appended.value;
+      if (input.link === undefined) return { value: { event }, changes: appended.changes };
+      const link = linkOfAdoption(this.links.get(input.link.session), input.link);
+      this.links.put(link);
+      return { value: { event, link }, changes: appended.changes };
+    });
   }
 
   async getLink(session: SessionId): Promise<LinkRecord | undefined> {
@@ -357,9 +222,15 @@ export class SqliteStore implements Store {
   }
 
   async commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }> {
-    const { changes, committed, event } = this.scanTx.immediate(scanned, commit);
-    this.announce(changes);
-    return event === undefined ? { committed } : { committed, event };
+    return this.runWrite((): WriteResult<{ committed: boolean; event?: StoredEvent }> => {
+      if (!isScanCurrent(this.links.get(scanned.session), scanned)) return { value: { committed: false }, changes: [] };
+      const appended = commit.event === undefined ? undefined : this.appendInTransaction(commit.event);
+      if (commit.removeLink === true) this.links.remove(scanned.session);
+      else this.links.recordScan(scanned.session, commit.marker, commit.missedChecks, commit.nowMs);
+      const outcome = appended?.value;
+      const value = outcome?.recorded === true ? { committed: true, event: outcome.event } : { committed: true };
+      return { value, changes: appended?.changes ?? [] };
+    });
   }
 
   async countPendingNotices(): Promise<number> {
@@ -367,7 +238,12 @@ export class SqliteStore implements Store {
   }
 
   async pruneStep(policy: RetentionPolicy): Promise<PruneStep> {
-    return this.pruneTx.immediate(policy);
+    return this.runWrite(() => {
+      const eventsRemoved = this.events.pruneEvents(policy.cutoffMs, policy.maxEvents, policy.maxRowsPerStep);
+      const removed = this.cursors.pruneUntouched(policy.cutoffMs, policy.maxRowsPerStep - eventsRemoved);
+      const value = { eventsRemoved, cursorsRemoved: removed.length, done: eventsRemoved + removed.length < policy.maxRowsPerStep };
+      return { value, changes: pairChangesOfRemoved(removed) };
+    });
   }
 
   /**
@@ -384,7 +260,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    this.commitQueuedWrites();
+    this.groupCommit.flush();
     this.listeners.clear();
     if (this.db.open) this.db.close();
   }

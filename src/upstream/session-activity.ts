@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { SessionId } from "../model/session-key.js";
+import type { SessionId } from "../domain/session-key.js";
 
 /** How many of a session's own upstream texts are remembered for self-echo detection. */
 export const ownTextsKept = 10;

@@ -1,5 +1,5 @@
-import { isNestedWatcher, type SessionId } from "../model/session-key.js";
-import type { CursorRecord } from "../store/store.js";
+import { isNestedWatcher, type SessionId } from "./session-key.js";
+import type { CursorRecord } from "./records.js";
 
 /** A stale notice: what a watcher is told while its cursor on a target has `N > L`. */
 export interface Notice {

@@ -47,8 +47,8 @@ export interface EventPayload {
   hostId?: string;
 }
 
-/** One entry of the signal log, as stored. Times are milliseconds since the Unix epoch. */
-export interface StoredEvent {
+/** One entry of the signal log: its fields. Times are milliseconds since the Unix epoch. */
+export interface EventFields {
   sequence: number;
   agentId: string;
   sessionKey: string;
@@ -59,9 +59,15 @@ export interface StoredEvent {
   summary: string;
   occurredAtMs: number;
   payload: EventPayload;
-  /** The event as StateEvent wire bytes (see `encodeStateEvent`), kept with the event. */
+}
+
+/** An event as stored: its fields and its StateEvent wire bytes, written once when it was appended. */
+export interface StoredEvent extends EventFields {
   wire: Uint8Array;
 }
+
+/** Encodes an event's fields as StateEvent wire bytes; the store is given one by its owner. */
+export type EventEncoder = (event: EventFields) => Uint8Array;
 
 /** How far back an event time may reach. */
 export const maxEventAgeMs = 24 * 60 * 60 * 1000;

@@ -1,0 +1,141 @@
+/**
+ * The records of the domain: what the services hand to a store and what a store gives back. Plain data,
+ * shared by every backend, the rule functions and the services; nothing here does I/O.
+ */
+import type { ActorType, EventKind, EventPayload, StoredEvent } from "./event.js";
+import type { SessionId } from "./session-key.js";
+
+/** A watcher's cursor on a target, as stored. `acked <= notified <= material`; pending when notified > acked. */
+export interface CursorRecord {
+  watcherKey: string;
+  target: SessionId;
+  acked: number;
+  notified: number;
+  material: number;
+  updatedAtMs: number;
+}
+
+/** A watcher/target pair whose pending notice opened, changed or closed. */
+export interface PairChange {
+  watcherKey: string;
+  target: SessionId;
+}
+
+/** One validated acknowledgement. */
+export interface AckInput {
+  watcherKey: string;
+  target: SessionId;
+  notifiedVersion: number;
+  reconciledThrough?: number;
+}
+
+/** What one acknowledgement did; `cursor` is absent when the pair has no cursor. */
+export interface AckOutcome {
+  acknowledged: boolean;
+  reopened: boolean;
+  cursor?: CursorRecord;
+}
+
+/** An adopted session's link to its upstream source. */
+export interface LinkRecord {
+  session: SessionId;
+  catalogId: string;
+  hostId: string;
+  threadId: string;
+  /** `file:<resolved path>` or `node:<node id>`. */
+  source: string;
+  /** A byte offset (files) or the newest item's uuid (nodes). */
+  marker: string;
+  /** Consecutive checks that found the source definitely gone. */
+  missedChecks: number;
+  lastScannedAtMs?: number;
+  updatedAtMs: number;
+}
+
+/** An adoption: the `adopted` event, and the link to make (absent when the link was declined). */
+export interface AdoptInput {
+  adoptedEvent: AppendInput;
+  link?: Omit<LinkRecord, "missedChecks" | "lastScannedAtMs">;
+}
+
+/** The durable result of one upstream check, applied only if the link is unchanged since the check began. */
+export interface ScanCommit {
+  marker: string;
+  missedChecks: number;
+  /** An event to append with it (human_direct_message or upstream_missing). */
+  event?: AppendInput;
+  /** Remove the link (after upstream_missing). */
+  removeLink?: boolean;
+  nowMs: number;
+}
+
+/** A validated, normalised event to append. Times are milliseconds since the Unix epoch. */
+export interface AppendInput {
+  session: SessionId;
+  kind: EventKind;
+  actorType: ActorType;
+  actorId?: string;
+  runId?: string;
+  summary: string;
+  /** Already clamped into [now - 24 h, now]. */
+  occurredAtMs: number;
+  payload: EventPayload;
+  dedupeKey?: string;
+  /** Normalised keys of watchers the producer names; bare keys among them are ignored. */
+  notifyWatcherKeys: readonly string[];
+  onlyIfWatched: boolean;
+  nowMs: number;
+}
+
+/** What an append did. `stateVersion` is the version of the event's session after the call. */
+export type AppendOutcome =
+  | { recorded: false; stateVersion: number }
+  | { recorded: true; deduplicated: boolean; event: StoredEvent; stateVersion: number; noticesOpened: number };
+
+/** The durable head of a session: its version and prune watermark. */
+export interface SessionHead {
+  session: SessionId;
+  stateVersion: number;
+  prunedThrough: number;
+  updatedAtMs: number;
+  hasUpstream: boolean;
+}
+
+/** An event in wire form (StateEvent bytes), with its sequence. */
+export interface EventWire {
+  sequence: number;
+  wire: Uint8Array;
+}
+
+/** The delta of a session after a version. */
+export interface StateChanges {
+  events: EventWire[];
+  historyGap: boolean;
+  truncated: boolean;
+  /** Smallest retained sequence of the session; 0 when none is retained. */
+  earliestAvailableSequence: number;
+}
+
+/** A session's status; `changes` is present when asked for and `changesSince <= stateVersion`. */
+export interface SessionStatus {
+  stateVersion: number;
+  changes?: StateChanges;
+}
+
+/** What one bounded retention step removed; `done` when nothing is left to remove. */
+export interface PruneStep {
+  eventsRemoved: number;
+  cursorsRemoved: number;
+  done: boolean;
+}
+
+/** The retention policy applied by one prune step. */
+export interface RetentionPolicy {
+  /** Events that occurred before this time are removed; so are cursors untouched since it. */
+  cutoffMs: number;
+  /** The log keeps at most this many rows, the newest by sequence. */
+  maxEvents: number;
+  /** The most rows one step removes, so one step never blocks the server for long. */
+  maxRowsPerStep: number;
+}
+
