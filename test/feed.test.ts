@@ -1,0 +1,172 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, test } from "node:test";
+import { setImmediate as tick } from "node:timers/promises";
+import type { AppendInput, LinkRecord, PairChange } from "../src/domain/records.js";
+import type { SessionId } from "../src/domain/session-key.js";
+import { createLogger } from "../src/logger.js";
+import { NoticeHub, type NoticeStreamItem } from "../src/notices/notice-hub.js";
+import type { SqliteStore } from "../src/store/sqlite-store.js";
+import { openTestStore, storeAppend, tempDir } from "./helpers.js";
+
+const worker: SessionId = { agentId: "ops", key: "agent:ops:worker" };
+const boss = "agent:main:boss";
+const other = "agent:main:other";
+
+const humanTurn = (nowMs = 1): AppendInput => storeAppend(worker.key, nowMs, "human_direct_message");
+
+/** The feed of a store, collected: every announcement, as "watcher -> target" strings. */
+function recordFeed(store: SqliteStore): { take(): string[] } {
+  let seen: PairChange[] = [];
+  store.onPairChanges((changes) => seen.push(...changes));
+  return {
+    take: () => {
+      const out = seen.map((c) => `${c.watcherKey} -> ${c.target.key}`);
+      seen = [];
+      return out;
+    },
+  };
+}
+
+describe("the store's feed names every pair whose pending notice opened, changed or closed", () => {
+  let dir: ReturnType<typeof tempDir>;
+  let store: SqliteStore;
+  let feed: ReturnType<typeof recordFeed>;
+
+  beforeEach(async () => {
+    dir = tempDir();
+    store = openTestStore(join(dir.dir, "feed.db"));
+    feed = recordFeed(store);
+    await store.watch(boss, worker, 1);
+    await store.watch(other, worker, 1);
+  });
+  afterEach(async () => {
+    await store.close();
+    dir.remove();
+  });
+
+  /** Opens a notice for both watchers of the worker; the feed is emptied. */
+  async function openNotices(): Promise<void> {
+    await store.append(humanTurn());
+    feed.take();
+  }
+
+  test("an append that opens notices announces them; one while they are pending changes nothing and says nothing", async () => {
+    await store.append(humanTurn());
+    assert.deepEqual(feed.take(), [`${boss} -> ${worker.key}`, `${other} -> ${worker.key}`]);
+    await store.append(humanTurn());
+    assert.deepEqual(feed.take(), []);
+  });
+
+  test("a ledger-only append and a watch say nothing", async () => {
+    await store.append(storeAppend(worker.key, 1, "run_completed"));
+    await store.watch("agent:main:third", worker, 1);
+    await store.watch(boss, worker, 2);
+    assert.deepEqual(feed.take(), []);
+  });
+
+  test("a spawn that seeds a parent with a pending notice closes it", async () => {
+    await openNotices();
+    await store.append({ ...storeAppend(worker.key, 1, "child_spawned"), actorId: boss, notifyWatcherKeys: [boss] });
+    assert.deepEqual(feed.take(), [`${boss} -> ${worker.key}`]);
+  });
+
+  test("an ack closes or reopens its pair; a stale ack says nothing", async () => {
+    await openNotices();
+    const [first] = await store.pendingCursors([boss], []);
+    await store.append(humanTurn());
+    await store.ackNotices([{ watcherKey: boss, target: worker, notifiedVersion: first!.notified }], 2);
+    assert.deepEqual(feed.take(), [`${boss} -> ${worker.key}`], "reopened");
+    await store.ackNotices([{ watcherKey: boss, target: worker, notifiedVersion: first!.notified }], 2);
+    assert.deepEqual(feed.take(), [], "stale");
+  });
+
+  test("unwatch of a pending pair closes it; of an idle pair says nothing", async () => {
+    await store.unwatch(other, worker);
+    assert.deepEqual(feed.take(), []);
+    await openNotices();
+    await store.unwatch(boss, worker);
+    assert.deepEqual(feed.take(), [`${boss} -> ${worker.key}`]);
+  });
+
+  test("a watcher reset closes each of its pending pairs", async () => {
+    const second: SessionId = { agentId: "ops", key: "agent:ops:second" };
+    await store.watch(boss, second, 1);
+    await openNotices();
+    await store.append(storeAppend(second.key, 1, "goal_changed"));
+    feed.take();
+    assert.equal(await store.resetWatcher(boss), 2);
+    assert.deepEqual(feed.take().sort(), [`${boss} -> ${second.key}`, `${boss} -> ${worker.key}`]);
+  });
+
+  test("deleting a session closes the pending pairs it is the target of, and those it watches", async () => {
+    await openNotices();
+    await store.watch(worker.key, { agentId: "main", key: boss }, 1);
+    await store.append(storeAppend(boss, 1, "goal_changed"));
+    feed.take();
+    const removed = await store.deleteSession(worker);
+    assert.equal(removed.cursorsRemoved, 3);
+    assert.deepEqual(feed.take().sort(), [`${boss} -> ${worker.key}`, `${other} -> ${worker.key}`, `${worker.key} -> ${boss}`]);
+  });
+
+  test("retention that removes untouched cursors closes the pending ones among them", async () => {
+    await openNotices();
+    await store.ackNotices([{ watcherKey: other, target: worker, notifiedVersion: (await store.getCursor(other, worker))!.notified }], 1);
+    feed.take();
+    const step = await store.pruneStep({ cutoffMs: 100, maxEvents: 50_000, maxRowsPerStep: 100 });
+    assert.equal(step.cursorsRemoved, 2);
+    assert.deepEqual(feed.take(), [`${boss} -> ${worker.key}`], "only boss's notice was pending");
+  });
+
+  test("a scan commit that records a human turn opens notices; adoption (ledger only) says nothing", async () => {
+    const adopted = await store.adopt({
+      adoptedEvent: { ...storeAppend(worker.key, 1, "adopted"), actorType: "human", dedupeKey: "adopted:ops:agent:ops:worker" },
+      link: { session: worker, catalogId: "claude", hostId: "", threadId: "", source: "file:/t.jsonl", marker: "0", updatedAtMs: 1 },
+    });
+    assert.deepEqual(feed.take(), []);
+    const link = adopted.link as LinkRecord;
+    const committed = await store.commitScan(link, { marker: "100", missedChecks: 0, nowMs: 2, event: humanTurn(2) });
+    assert.equal(committed.committed, true);
+    assert.deepEqual(feed.take(), [`${boss} -> ${worker.key}`, `${other} -> ${worker.key}`]);
+  });
+});
+
+describe("the notice hub and closed pairs", () => {
+  test("the hub forgets a pair's sent notice when the pair is deleted, reset or unwatched", async () => {
+    const dir = tempDir();
+    const store = openTestStore(join(dir.dir, "hub-release.db"));
+    const hub = new NoticeHub(store, createLogger("silent"));
+    hub.start();
+    const abort = new AbortController();
+    const received: NoticeStreamItem[] = [];
+    try {
+      const serving = hub.serve(
+        { watcherKeys: [], prefixes: ["agent:main:"] },
+        { send: (item) => received.push(item) > 0, drained: () => Promise.resolve() },
+        abort.signal,
+      );
+      const targets = ["agent:ops:a", "agent:ops:b", "agent:ops:c"].map((key) => ({ agentId: "ops", key }));
+      for (const target of targets) await store.watch(boss, target, 1);
+      for (const target of targets) await store.append(storeAppend(target.key, 1, "human_direct_message"));
+      while (received.filter((item) => "notice" in item).length < 3) await tick();
+      assert.equal(hub.rememberedPairs, 3);
+
+      await store.deleteSession(targets[0]!);
+      await store.unwatch(boss, targets[1]!);
+      while (hub.queuedPairs > 0) await tick();
+      await tick();
+      assert.equal(hub.rememberedPairs, 1);
+      await store.resetWatcher(boss);
+      while (hub.queuedPairs > 0) await tick();
+      await tick();
+      assert.equal(hub.rememberedPairs, 0);
+      abort.abort();
+      await serving;
+    } finally {
+      abort.abort();
+      hub.stop();
+      await store.close();
+      dir.remove();
+    }
+  });
+});

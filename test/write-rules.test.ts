@@ -1,0 +1,306 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { EventKind } from "../src/domain/event.js";
+import { effectOfKind } from "../src/domain/event.js";
+import type { AckInput, AppendInput, CursorRecord, LinkRecord, PairChange } from "../src/domain/records.js";
+import type { SessionId } from "../src/domain/session-key.js";
+import {
+  appendNeedsTargetCursors,
+  applyAcks,
+  cursorEffectsOfEvent,
+  eventOfAppend,
+  isAppendGated,
+  isScanCurrent,
+  linkOfAdoption,
+  pairChangesOfRemoved,
+  pairKeyOf,
+  watchCursor,
+} from "../src/domain/write-rules.js";
+
+const target: SessionId = { agentId: "ops", key: "agent:ops:worker" };
+const nowMs = 1_000;
+
+function input(kind: EventKind, extra: Partial<AppendInput> = {}): AppendInput {
+  return {
+    session: target,
+    kind,
+    actorType: kind === "human_direct_message" ? "human" : "agent",
+    summary: "s",
+    occurredAtMs: nowMs,
+    payload: {},
+    notifyWatcherKeys: [],
+    onlyIfWatched: false,
+    nowMs,
+    ...extra,
+  };
+}
+
+function cursor(watcherKey: string, acked: number, notified: number, material: number): CursorRecord {
+  return { watcherKey, target, acked, notified, material, updatedAtMs: 1 };
+}
+
+const marksOf = (c: CursorRecord) => [c.watcherKey, c.acked, c.notified, c.material];
+
+describe("write rules", () => {
+  test("a notifying event opens a notice for a named watcher without a cursor (L = 0) and for idle cursor holders, freezes N where one is pending, and skips its own actor", () => {
+    const onTarget = [cursor("agent:a:idle", 4, 4, 4), cursor("agent:b:busy", 2, 3, 5), cursor("agent:c:actor", 1, 1, 1)];
+    const effects = cursorEffectsOfEvent(
+      { sequence: 9, kind: "goal_changed", actorId: "agent:c:actor" },
+      input("goal_changed", { notifyWatcherKeys: ["agent:d:named", "agent:a:idle"] }),
+      onTarget,
+    );
+    assert.deepEqual(effects.cursorWrites.map(marksOf), [
+      ["agent:a:idle", 4, 9, 9],
+      ["agent:b:busy", 2, 3, 9],
+      ["agent:d:named", 0, 9, 9],
+    ]);
+    assert.deepEqual(effects.cursorWrites.map((c) => c.updatedAtMs), [nowMs, nowMs, nowMs]);
+    assert.deepEqual(effects.pairChanges.map((c) => c.watcherKey), ["agent:a:idle", "agent:d:named"]);
+    assert.equal(effects.noticesOpened, 2);
+  });
+
+  test("a spawn seeds each named parent at the event, announcing a notice it closes, and leaves other cursors alone", () => {
+    const onTarget = [cursor("agent:main:parent", 2, 3, 5), cursor("agent:x:other", 1, 2, 2)];
+    const effects = cursorEffectsOfEvent(
+      { sequence: 8, kind: "child_spawned", actorId: "agent:main:parent" },
+      input("child_spawned", { notifyWatcherKeys: ["agent:main:parent", "agent:main:new", "agent:main:parent"] }),
+      onTarget,
+    );
+    assert.deepEqual(effects.cursorWrites.map(marksOf), [
+      ["agent:main:parent", 8, 8, 8],
+      ["agent:main:new", 8, 8, 8],
+    ]);
+    assert.deepEqual(effects.pairChanges, [{ watcherKey: "agent:main:parent", target }]);
+    assert.equal(effects.noticesOpened, 0);
+  });
+
+  test("ledger-only kinds touch no cursor, and need no read unless gated", () => {
+    for (const kind of ["run_completed", "run_failed", "compacted", "adopted"] as const) {
+      const effects = cursorEffectsOfEvent({ sequence: 3, kind }, input(kind, { notifyWatcherKeys: ["agent:a:x"] }), [cursor("agent:a:x", 1, 1, 1)]);
+      assert.deepEqual(effects, { cursorWrites: [], pairChanges: [], noticesOpened: 0 }, kind);
+      assert.equal(appendNeedsTargetCursors(input(kind)), false, kind);
+      assert.equal(appendNeedsTargetCursors(input(kind, { onlyIfWatched: true })), true, kind);
+    }
+    assert.equal(appendNeedsTargetCursors(input("human_direct_message")), true);
+    assert.equal(appendNeedsTargetCursors(input("child_spawned")), true);
+  });
+
+  test("only_if_watched writes nothing when no watcher is named (the session itself does not count) and no cursor targets the session", () => {
+    const gated = input("human_direct_message", { onlyIfWatched: true });
+    assert.equal(isAppendGated(gated, []), true);
+    assert.equal(isAppendGated({ ...gated, notifyWatcherKeys: ["agent:ops:worker"] }, []), true);
+    assert.equal(isAppendGated({ ...gated, notifyWatcherKeys: ["agent:main:boss"] }, []), false);
+    assert.equal(isAppendGated(gated, [cursor("agent:main:boss", 0, 0, 0)]), false);
+    assert.equal(isAppendGated({ ...gated, onlyIfWatched: false }, []), false);
+  });
+
+  test("the event of an append carries its fields and the sequence the backend took", () => {
+    const fields = eventOfAppend(input("run_failed", { actorId: "agent:main:boss", runId: "r1", payload: { outcome: "error" } }), 42);
+    assert.deepEqual(fields, {
+      sequence: 42,
+      agentId: "ops",
+      sessionKey: "agent:ops:worker",
+      kind: "run_failed",
+      actorType: "agent",
+      actorId: "agent:main:boss",
+      runId: "r1",
+      summary: "s",
+      occurredAtMs: nowMs,
+      payload: { outcome: "error" },
+    });
+    assert.equal("actorId" in eventOfAppend(input("goal_changed"), 1), false);
+  });
+
+  test("acks apply in order within one call: the second ack of a pair sees the first, and the pair is written and announced once", () => {
+    const stored = new Map([[pairKeyOf("agent:a:w", target), cursor("agent:a:w", 2, 5, 9)]]);
+    const ack = (notifiedVersion: number, reconciledThrough?: number): AckInput => ({
+      watcherKey: "agent:a:w",
+      target,
+      notifiedVersion,
+      ...(reconciledThrough === undefined ? {} : { reconciledThrough }),
+    });
+    const unknown: AckInput = { watcherKey: "agent:a:none", target, notifiedVersion: 1 };
+    let reads = 0;
+    const effects = applyAcks([ack(5), ack(5), ack(9, 9), unknown], (w, t) => {
+      reads++;
+      return stored.get(pairKeyOf(w, t));
+    }, 77);
+    assert.equal(reads, 2, "each pair is read once");
+    assert.deepEqual(
+      effects.outcomes.map((o) => [o.acknowledged, o.reopened, o.cursor === undefined ? undefined : marksOf(o.cursor)]),
+      [
+        [true, true, ["agent:a:w", 5, 9, 9]],
+        [false, false, ["agent:a:w", 5, 9, 9]],
+        [true, false, ["agent:a:w", 9, 9, 9]],
+        [false, false, undefined],
+      ],
+    );
+    assert.deepEqual(effects.cursorWrites.map(marksOf), [["agent:a:w", 9, 9, 9]]);
+    assert.equal(effects.cursorWrites[0]!.updatedAtMs, 77);
+    assert.deepEqual(effects.pairChanges, [{ watcherKey: "agent:a:w", target }]);
+  });
+
+  test("a stale ack writes nothing and announces nothing", () => {
+    const effects = applyAcks([{ watcherKey: "agent:a:w", target, notifiedVersion: 4 }], () => cursor("agent:a:w", 2, 5, 9), 1);
+    assert.deepEqual([effects.cursorWrites, effects.pairChanges, effects.outcomes[0]!.acknowledged], [[], [], false]);
+  });
+
+  test("a watch starts a new cursor at the target's version and only refreshes an existing one", () => {
+    assert.deepEqual(watchCursor("agent:a:w", target, undefined, 12, 5), { cursor: { ...cursor("agent:a:w", 12, 12, 12), updatedAtMs: 5 }, created: true });
+    const existing = cursor("agent:a:w", 2, 5, 9);
+    assert.deepEqual(watchCursor("agent:a:w", target, existing, 12, 6), { cursor: { ...existing, updatedAtMs: 6 }, created: false });
+    assert.throws(() => watchCursor("agent:ops:worker", target, undefined, 0, 1), /cannot watch itself/);
+  });
+
+  test("removing cursors closes the notices of the pending ones only", () => {
+    const removed = [cursor("agent:a:pending", 1, 2, 2), cursor("agent:b:idle", 3, 3, 3), cursor("agent:c:more", 1, 4, 9)];
+    assert.deepEqual(pairChangesOfRemoved(removed).map((c) => c.watcherKey), ["agent:a:pending", "agent:c:more"]);
+  });
+
+  test("re-adopting the same source keeps marker, miss streak and scan time; another source or thread starts afresh", () => {
+    const existing: LinkRecord = {
+      session: target,
+      catalogId: "claude",
+      hostId: "h",
+      threadId: "t",
+      source: "file:/a.jsonl",
+      marker: "120",
+      missedChecks: 2,
+      lastScannedAtMs: 50,
+      updatedAtMs: 10,
+    };
+    const wanted = { session: target, catalogId: "claude", hostId: "h2", threadId: "t", source: "file:/a.jsonl", marker: "999", updatedAtMs: 20 };
+    assert.deepEqual(linkOfAdoption(existing, wanted), { ...wanted, marker: "120", missedChecks: 2, lastScannedAtMs: 50 });
+    assert.deepEqual(linkOfAdoption(existing, { ...wanted, source: "file:/b.jsonl" }), { ...wanted, source: "file:/b.jsonl", missedChecks: 0 });
+    assert.deepEqual(linkOfAdoption(existing, { ...wanted, threadId: "u" }), { ...wanted, threadId: "u", missedChecks: 0 });
+    assert.deepEqual(linkOfAdoption(undefined, wanted), { ...wanted, missedChecks: 0 });
+  });
+
+  test("a scan applies only to the link as it was read: any change of source, thread, marker, streak or update time refuses it", () => {
+    const link: LinkRecord = { session: target, catalogId: "c", hostId: "", threadId: "t", source: "file:/a", marker: "1", missedChecks: 0, updatedAtMs: 5 };
+    assert.equal(isScanCurrent(link, link), true);
+    assert.equal(isScanCurrent({ ...link, lastScannedAtMs: 9, catalogId: "other" }, link), true);
+    assert.equal(isScanCurrent(undefined, link), false);
+    for (const change of [{ source: "file:/b" }, { threadId: "u" }, { marker: "2" }, { missedChecks: 1 }, { updatedAtMs: 6 }]) {
+      assert.equal(isScanCurrent({ ...link, ...change }, link), false, JSON.stringify(change));
+    }
+  });
+});
+
+/**
+ * The reference model of SPEC §5-6, written from the spec's sentences and independent of the rule
+ * functions: per pair, L, N and the material events the watcher was told about.
+ */
+class ReferenceModel {
+  readonly pairs = new Map<string, { acked: number; notified: number; material: number[] }>();
+
+  private top(pair: { acked: number; material: number[] }): number {
+    return Math.max(pair.acked, ...pair.material);
+  }
+
+  event(kind: EventKind, sequence: number, actorId: string | undefined, named: readonly string[]): void {
+    const effect = effectOfKind(kind);
+    if (effect === "ledger") return;
+    if (effect === "seed") {
+      for (const watcher of named) this.pairs.set(watcher, { acked: sequence, notified: sequence, material: [sequence] });
+      return;
+    }
+    const concerned = new Set([...this.pairs.keys(), ...named]);
+    for (const watcher of concerned) {
+      if (watcher === actorId) continue;
+      const pair = this.pairs.get(watcher) ?? { acked: 0, notified: 0, material: [] };
+      pair.material.push(sequence);
+      if (pair.notified === pair.acked) pair.notified = sequence;
+      this.pairs.set(watcher, pair);
+    }
+  }
+
+  ack(watcher: string, notifiedVersion: number, reconciledThrough: number | undefined): void {
+    const pair = this.pairs.get(watcher);
+    if (pair === undefined || pair.notified === pair.acked || pair.notified !== notifiedVersion) return;
+    const material = this.top(pair);
+    pair.acked = reconciledThrough === undefined ? pair.notified : Math.max(pair.notified, Math.min(reconciledThrough, material));
+    pair.notified = material > pair.acked ? material : pair.acked;
+  }
+
+  watch(watcher: string, version: number): void {
+    if (!this.pairs.has(watcher)) this.pairs.set(watcher, { acked: version, notified: version, material: [version] });
+  }
+
+  remove(watcher: string): void {
+    this.pairs.delete(watcher);
+  }
+
+  /** Pending notices: watcher -> [changes_since, notified_version]. */
+  pending(): Map<string, [number, number]> {
+    const out = new Map<string, [number, number]>();
+    for (const [watcher, pair] of this.pairs) if (pair.notified > pair.acked) out.set(watcher, [pair.acked, pair.notified]);
+    return out;
+  }
+}
+
+describe("write rules against the reference model", () => {
+  test("random appends, acks, watches and removals on one target: same cursors, same pending notices, and the feed names exactly the pairs whose notice opened, changed or closed", () => {
+    let seed = 2026;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const watchers = ["agent:a:one", "agent:a:two", "agent:b:three", "agent:b:subagent:four", "agent:ops:worker"];
+    const kinds = ["human_direct_message", "goal_changed", "upstream_missing", "child_spawned", "run_completed", "compacted"] as const;
+    for (let run = 0; run < 200; run++) {
+      const stored = new Map<string, CursorRecord>();
+      const model = new ReferenceModel();
+      let sequence = 0;
+      let version = 0;
+      for (let step = 0; step < 80; step++) {
+        const before = new Map([...stored].map(([w, c]) => [w, c.notified > c.acked ? c.notified : 0]));
+        let changes: PairChange[] = [];
+        const op = random(10);
+        if (op < 5) {
+          const kind = kinds[random(kinds.length)]!;
+          const named = watchers.filter(() => random(4) === 0);
+          const actorId = random(3) === 0 ? watchers[random(watchers.length)] : undefined;
+          const append = input(kind, { notifyWatcherKeys: named, onlyIfWatched: random(4) === 0, ...(actorId === undefined ? {} : { actorId }) });
+          const onTarget = [...stored.values()];
+          if (isAppendGated(append, onTarget)) continue;
+          sequence += 1 + random(3);
+          version = sequence;
+          const effects = cursorEffectsOfEvent(eventOfAppend(append, sequence), append, onTarget);
+          for (const c of effects.cursorWrites) stored.set(c.watcherKey, c);
+          changes = effects.pairChanges;
+          model.event(kind, sequence, actorId, named.filter((w) => w !== target.key));
+        } else if (op < 8) {
+          const watcher = watchers[random(watchers.length)]!;
+          const current = stored.get(watcher);
+          const notifiedVersion = current === undefined ? 1 : random(5) === 0 ? current.notified - 1 : current.notified;
+          const through = random(2) === 0 ? undefined : random(sequence + 3);
+          const ack: AckInput = { watcherKey: watcher, target, notifiedVersion, ...(through === undefined ? {} : { reconciledThrough: through }) };
+          const effects = applyAcks([ack], (w) => stored.get(w), nowMs);
+          for (const c of effects.cursorWrites) stored.set(c.watcherKey, c);
+          changes = effects.pairChanges;
+          model.ack(watcher, notifiedVersion, through);
+        } else if (op < 9) {
+          const watcher = watchers[random(watchers.length - 1)]!;
+          const { cursor: watched } = watchCursor(watcher, target, stored.get(watcher), version, nowMs);
+          stored.set(watcher, watched);
+          model.watch(watcher, version);
+        } else {
+          const watcher = watchers[random(watchers.length)]!;
+          const removed = stored.get(watcher);
+          stored.delete(watcher);
+          changes = pairChangesOfRemoved(removed === undefined ? [] : [removed]);
+          model.remove(watcher);
+        }
+        for (const c of stored.values()) assert.ok(c.acked <= c.notified && c.notified <= c.material, `run ${run} step ${step}: ${JSON.stringify(c)}`);
+        const pending = new Map([...stored].filter(([, c]) => c.notified > c.acked).map(([w, c]) => [w, [c.acked, c.notified] as [number, number]]));
+        assert.deepEqual(pending, model.pending(), `run ${run} step ${step}: pending notices`);
+        const changedPairs = new Set([...new Set([...before.keys(), ...stored.keys()])].filter((w) => {
+          const after = stored.get(w);
+          return (before.get(w) ?? 0) !== (after !== undefined && after.notified > after.acked ? after.notified : 0);
+        }));
+        assert.deepEqual(new Set(changes.map((c) => c.watcherKey)), changedPairs, `run ${run} step ${step}: the feed`);
+      }
+    }
+  });
+});
