@@ -59,6 +59,58 @@ export function openTestStore(path: string): SqliteStore {
   return SqliteStore.open(path, "normal", encodeStateEvent);
 }
 
+/**
+ * Checks the notices one stream receives against SPEC §6: never the same pending notice twice, and never a
+ * second notice for a pair while the first is unacknowledged. Each notice is acknowledged after a short
+ * delay (the turn that consumes it) while the stream goes on being read, so a second notice sent too early
+ * arrives while the first is still outstanding, and is caught.
+ */
+export class NoticeStreamChecker {
+  readonly violations: string[] = [];
+  received = 0;
+  /** Pair -> the notified version of the notice received and not yet acknowledged. */
+  private readonly outstanding = new Map<string, bigint>();
+  private readonly seen = new Map<string, Set<bigint>>();
+  private readonly acks = new Set<Promise<void>>();
+
+  constructor(
+    private readonly ack: (notice: StaleNotice) => Promise<unknown>,
+    private readonly ackDelayMs: () => number = () => 50 + Math.random() * 100,
+  ) {}
+
+  /** Records a received notice and schedules its ack. */
+  onNotice(notice: StaleNotice): void {
+    this.received++;
+    const pair = `${notice.watcherSessionKey}>${notice.target?.agentId}>${notice.target?.key}`;
+    const versions = this.seen.get(pair) ?? new Set<bigint>();
+    if (versions.has(notice.notifiedVersion)) this.violations.push(`${pair}: notice ${notice.notifiedVersion} received twice`);
+    versions.add(notice.notifiedVersion);
+    this.seen.set(pair, versions);
+    const open = this.outstanding.get(pair);
+    if (open !== undefined) this.violations.push(`${pair}: notice ${notice.notifiedVersion} while ${open} was outstanding`);
+    this.outstanding.set(pair, notice.notifiedVersion);
+    const acking = sleep(this.ackDelayMs())
+      .then(() => {
+        // Outstanding until the ack is sent: once it is, the server may reopen the pair at any moment.
+        this.outstanding.delete(pair);
+        return this.ack(notice);
+      })
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          this.violations.push(`${pair}: ack failed: ${(err as Error).message}`);
+        },
+      )
+      .finally(() => this.acks.delete(acking));
+    this.acks.add(acking);
+  }
+
+  /** Resolves when every scheduled ack has been answered. */
+  async settled(): Promise<void> {
+    while (this.acks.size > 0) await Promise.all([...this.acks]);
+  }
+}
+
 /** A clock the test moves by hand. */
 export class FakeClock implements Clock {
   constructor(public ms = Date.UTC(2026, 11, 1, 12, 0, 0)) {}

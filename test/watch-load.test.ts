@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { StaleNotice } from "../gen/sessionstate/v1/watch_pb.js";
-import { connect, human, reconcileEveryCursor, startTestServer } from "./helpers.js";
+import { connect, human, NoticeStreamChecker, reconcileEveryCursor, startTestServer } from "./helpers.js";
 
 /** Polls `condition` every few milliseconds until it holds; fails after `timeoutMs`. */
 async function eventually(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
@@ -37,35 +36,25 @@ describe("Watch under load", () => {
     const watchers = Array.from({ length: 10 }, (_, i) => `agent:main:w${i}`);
     const targets = Array.from({ length: 50 }, (_, i) => `agent:main:subagent:t${i}`);
     const appenders = Array.from({ length: 20 }, () => connect(t.server.address));
-    const violations: string[] = [];
-    const received = new Map<string, number>();
     try {
       for (const watcher of watchers) {
         for (const target of targets) await t.watch.watch({ watcherSessionKey: watcher, target: { key: target } });
       }
       const streams = watchers.map((watcher) => {
         const call = t.watch.subscribeStaleNotices({ watcherSessionKeys: [watcher] }, { timeoutMs: 120_000 });
-        const outstanding = new Set<string>();
+        const checker = new NoticeStreamChecker((notice) =>
+          t.watch.ackNotices({
+            acks: [{ watcherSessionKey: notice.watcherSessionKey, target: notice.target, notifiedVersion: notice.notifiedVersion }],
+          }),
+        );
         const reading = (async () => {
           try {
-            for await (const item of call) {
-              if (item.message.case !== "notice") continue;
-              const notice: StaleNotice = item.message.value;
-              const pair = `${notice.watcherSessionKey}>${notice.target?.key}`;
-              if (outstanding.has(pair)) violations.push(`${pair} had two notices outstanding`);
-              outstanding.add(pair);
-              received.set(watcher, (received.get(watcher) ?? 0) + 1);
-              // The turn consumes the notice, then acknowledges it.
-              outstanding.delete(pair);
-              await t.watch.ackNotices({
-                acks: [{ watcherSessionKey: notice.watcherSessionKey, target: notice.target, notifiedVersion: notice.notifiedVersion }],
-              });
-            }
+            for await (const item of call) if (item.message.case === "notice") checker.onNotice(item.message.value);
           } catch (err) {
             if ((err as { code?: number }).code !== 1) throw err; // 1 = CANCELLED, from our own cancel()
           }
         })();
-        return { call, reading };
+        return { call, reading, checker, watcher };
       });
 
       let seed = 7;
@@ -79,6 +68,7 @@ describe("Watch under load", () => {
         }),
       );
 
+      await Promise.all(streams.map((stream) => stream.checker.settled()));
       // Final reconciliation: every watcher catches up to each target's head.
       const heads = await reconcileEveryCursor(t, targets);
       const cursors = (await t.watch.listWatches({ pageSize: 1000 })).cursors;
@@ -91,8 +81,9 @@ describe("Watch under load", () => {
       }
       for (const stream of streams) stream.call.cancel();
       await Promise.all(streams.map((s) => s.reading));
-      assert.deepEqual(violations, []);
-      for (const watcher of watchers) assert.ok((received.get(watcher) ?? 0) > 0, `${watcher} received notices`);
+      await Promise.all(streams.map((stream) => stream.checker.settled()));
+      assert.deepEqual(streams.flatMap((stream) => stream.checker.violations), []);
+      for (const stream of streams) assert.ok(stream.checker.received > 0, `${stream.watcher} received notices`);
     } finally {
       for (const client of appenders) client.close();
       await t.dispose();

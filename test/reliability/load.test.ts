@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { describe, test } from "node:test";
-import { connect, human, reconcileEveryCursor, tempDir } from "../helpers.js";
+import { connect, human, NoticeStreamChecker, reconcileEveryCursor, tempDir } from "../helpers.js";
 import { spawnServer } from "../process-helpers.js";
 import { durationMs, percentile } from "./reliability-helpers.js";
 
@@ -18,35 +18,24 @@ describe("load", () => {
     const appenders = Array.from({ length: 50 }, () => connect(server.address, { ownConnection: true }));
     const subscribers = watchers.map(() => connect(server.address, { ownConnection: true }));
     const errors: string[] = [];
-    const violations: string[] = [];
     try {
       for (const watcher of watchers) {
         for (const target of targets) await admin.watch.watch({ watcherSessionKey: watcher, target: { key: target } });
       }
-      let noticesReceived = 0;
       const streams = watchers.map((watcher, i) => {
         const client = subscribers[i]!;
         const call = client.watch.subscribeStaleNotices({ watcherSessionKeys: [watcher] }, { timeoutMs: runMs + 120_000 });
-        const outstanding = new Set<string>();
+        const checker = new NoticeStreamChecker((notice) =>
+          client.watch.ackNotices({ acks: [{ watcherSessionKey: watcher, target: notice.target, notifiedVersion: notice.notifiedVersion }] }),
+        );
         const reading = (async () => {
           try {
-            for await (const item of call) {
-              if (item.message.case !== "notice") continue;
-              const notice = item.message.value;
-              const pair = notice.target!.key;
-              if (outstanding.has(pair)) violations.push(`${watcher}>${pair}: two notices outstanding`);
-              outstanding.add(pair);
-              noticesReceived++;
-              outstanding.delete(pair);
-              await client.watch.ackNotices({
-                acks: [{ watcherSessionKey: watcher, target: notice.target, notifiedVersion: notice.notifiedVersion }],
-              });
-            }
+            for await (const item of call) if (item.message.case === "notice") checker.onNotice(item.message.value);
           } catch (err) {
             if ((err as { code?: number }).code !== 1) errors.push(`subscriber: ${(err as Error).message}`);
           }
         })();
-        return { call, reading };
+        return { call, reading, checker };
       });
 
       const latenciesMs: number[] = [];
@@ -70,6 +59,7 @@ describe("load", () => {
       const p50 = percentile(latenciesMs, 50);
       const p99 = percentile(latenciesMs, 99);
 
+      await Promise.all(streams.map((stream) => stream.checker.settled()));
       // Catch every watcher up to each head, then check the cursors.
       const heads = await reconcileEveryCursor(admin, targets);
       const cursors = (await admin.watch.listWatches({ pageSize: 1000 })).cursors;
@@ -81,11 +71,13 @@ describe("load", () => {
       }
       for (const stream of streams) stream.call.cancel();
       await Promise.all(streams.map((s) => s.reading));
+      await Promise.all(streams.map((stream) => stream.checker.settled()));
+      const noticesReceived = streams.reduce((sum, stream) => sum + stream.checker.received, 0);
       t.diagnostic(
         `${appends} appends in ${(runMs / 1000).toFixed(0)} s (${((appends / runMs) * 1000).toFixed(0)}/s) by 50 clients; append latency p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; ${noticesReceived} notices received and acked by 20 subscribers`,
       );
       assert.deepEqual(errors, []);
-      assert.deepEqual(violations, []);
+      assert.deepEqual(streams.flatMap((stream) => stream.checker.violations), []);
       assert.ok(noticesReceived > 0);
     } finally {
       admin.close();
