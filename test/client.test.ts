@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { createServer } from "node:net";
+import { getEventListeners } from "node:events";
+import { createServer, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, test } from "node:test";
 import { EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { SessionStateClient } from "../src/client/index.js";
-import { goal, human, startTestServer } from "./helpers.js";
+import { assertStatus, goal, human, startTestServer, status } from "./helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
@@ -65,6 +66,78 @@ describe("client library", () => {
       assert.doesNotMatch(metrics, /method="\/sessionstate.v1.SignalLog\/Append"/);
       // A lone append later goes out by itself and still answers as Append would.
       assert.equal((await client.append(goal(W))).stateVersion, 50n);
+    } finally {
+      client.close();
+      await t.dispose();
+    }
+  });
+
+  test("appends of one turn that together exceed the server's 1 MiB request limit are split by size, and all succeed", async () => {
+    const t = await startTestServer({ metricsListen: { host: "127.0.0.1", port: 0 } });
+    const client = new SessionStateClient({ address: t.server.address, logger: { warn: () => {} } });
+    try {
+      // About 1.1 KB each: 1,000 of them are ~1.1 MB, over the server's limit in one request.
+      const watchers = ["a", "b", "c"].map((name) => `agent:main:${name}-${"x".repeat(350)}`);
+      const responses = await Promise.all(
+        Array.from({ length: 1000 }, (_, i) => client.append(goal(`agent:main:s${i}`, { notifySessionKeys: watchers }))),
+      );
+      // Two batches travel together, so their order between them is the server's; each append is recorded once.
+      assert.deepEqual(
+        responses.map((r) => Number(r.event?.sequence)).sort((a, b) => a - b),
+        Array.from({ length: 1000 }, (_, i) => i + 1),
+      );
+      const metrics = await (await fetch(`http://127.0.0.1:${t.server.metricsPort}/metrics`)).text();
+      assert.match(metrics, /sessionstate_rpc_duration_seconds_count\{method="\/sessionstate.v1.SignalLog\/AppendBatch",code="OK"\} 2\n/);
+      assert.doesNotMatch(metrics, /code="RESOURCE_EXHAUSTED"/);
+    } finally {
+      client.close();
+      await t.dispose();
+    }
+  });
+
+  test("coalesced appends keep their callers' own deadlines and signals", async () => {
+    // A peer that accepts connections and never answers: calls end only by deadline or cancellation.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const client = new SessionStateClient({ address: `127.0.0.1:${(silent.address() as { port: number }).port}`, logger: { warn: () => {} } });
+    try {
+      const abort = new AbortController();
+      const started = Date.now();
+      const settledAt = (promise: Promise<unknown>) =>
+        promise.then(
+          () => ({ code: -1, ms: Date.now() - started }),
+          (err: { code: number }) => ({ code: err.code, ms: Date.now() - started }),
+        );
+      const short = settledAt(client.append(goal(W), { timeoutMs: 200 }));
+      const long = settledAt(client.append(goal(C), { timeoutMs: 1500 }));
+      const cancelled = settledAt(client.append(goal("agent:main:other"), { signal: abort.signal, timeoutMs: 5000 }));
+      setTimeout(() => abort.abort(), 50);
+      const [a, b, c] = await Promise.all([short, long, cancelled]);
+      assert.deepEqual([a.code, b.code, c.code], [4, 4, 1], "DEADLINE_EXCEEDED, DEADLINE_EXCEEDED, CANCELLED");
+      assert.ok(c.ms < 150, `cancelled at ${c.ms} ms`);
+      assert.ok(a.ms >= 190 && a.ms < 1000, `short deadline at ${a.ms} ms`);
+      assert.ok(b.ms >= 1490, `long deadline at ${b.ms} ms`);
+    } finally {
+      client.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
+  test("calls sharing one long-lived signal leave no abort listener behind", async () => {
+    const t = await startTestServer();
+    const client = new SessionStateClient({ address: t.server.address, logger: { warn: () => {} } });
+    const shared = new AbortController();
+    try {
+      for (let i = 0; i < 20; i++) await client.signalLog.append(goal(W), { signal: shared.signal });
+      await Promise.all(Array.from({ length: 20 }, () => client.append(goal(C), { signal: shared.signal })));
+      await assertStatus(client.reconcile.sessionStatus({ session: { key: W }, changesSince: 99n }, { signal: shared.signal }), status.OUT_OF_RANGE);
+      const stream = client.watch.subscribeStaleNotices({ watcherSessionKeys: [W] }, { signal: shared.signal });
+      await stream[Symbol.asyncIterator]().next();
+      stream.cancel();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(getEventListeners(shared.signal, "abort").length, 0);
     } finally {
       client.close();
       await t.dispose();

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { after } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Client, credentials, type ServiceError as GrpcError, status } from "@grpc/grpc-js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -111,6 +112,25 @@ export class NoticeStreamChecker {
   }
 }
 
+/** Handles that mean a test left a network resource or a child process open. */
+const leakedHandleKinds = new Set(["TCPSocketWrap", "TCPServerWrap", "TCPWRAP", "ProcessWrap", "Http2Session"]);
+
+/**
+ * After the last test of a file: every socket, listener and child process a test opened must be closed.
+ * Otherwise the file fails (and exits, rather than hanging on the open handle for ever).
+ */
+after(async () => {
+  const deadline = Date.now() + 2000;
+  let leaked = process.getActiveResourcesInfo().filter((kind) => leakedHandleKinds.has(kind));
+  while (leaked.length > 0 && Date.now() < deadline) {
+    await sleep(20);
+    leaked = process.getActiveResourcesInfo().filter((kind) => leakedHandleKinds.has(kind));
+  }
+  if (leaked.length === 0) return;
+  setTimeout(() => process.exit(1), 500).unref();
+  throw new Error(`the tests left open at teardown: ${leaked.join(", ")} (close every client, stream, server and child)`);
+});
+
 /** A clock the test moves by hand. */
 export class FakeClock implements Clock {
   constructor(public ms = Date.UTC(2026, 11, 1, 12, 0, 0)) {}
@@ -194,8 +214,13 @@ export async function startTestServer(
       return startTestServer({ ...overrides, dbPath: config.dbPath, ...(samePort ? { listenPort: server.port } : {}) }, { clock, dir });
     },
     dispose: async () => {
+      // A test must end its own streams; a cancel may still be on its way to the server, so wait a little.
+      const deadline = Date.now() + 1000;
+      while (!stopped && server.openStreams() > 0 && Date.now() < deadline) await sleep(10);
+      const leftOpen = stopped ? 0 : server.openStreams();
       await stop();
       dir.remove();
+      if (leftOpen > 0) throw new Error(`the test left ${leftOpen} notice stream(s) open at teardown: cancel them first`);
     },
   };
 }

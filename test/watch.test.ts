@@ -182,6 +182,7 @@ describe("Watch: cursors and stale notices", () => {
     const notices = await stream.noticesBeforeBarrier();
     const wake = Object.fromEntries(notices.map((n) => [n.watcherSessionKey, n.wake]));
     assert.deepEqual(wake, { [W]: true, [P]: false });
+    stream.call.cancel();
   });
 
   test("an explicit watch starts at the current version and keeps pending state when repeated", async () => {

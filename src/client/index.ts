@@ -3,6 +3,7 @@
  * types and enums so callers need no other import.
  */
 export { SessionStateClient, type BackoffOptions, type ClientOptions, type SubscribeOptions } from "./session-state-client.js";
+export type { AppendOptions } from "./append-coalescer.js";
 export { createServiceClient, type CallOptions, type ServerStreamCall, type ServiceClient } from "./service-client.js";
 export * from "../../gen/sessionstate/v1/types_pb.js";
 export * from "../../gen/sessionstate/v1/signal_log_pb.js";

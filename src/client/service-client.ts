@@ -60,6 +60,20 @@ function callParts(defaults: CallOptions, options: CallOptions | undefined) {
 }
 
 /**
+ * Cancels a call when `signal` aborts (at once if it already has). Returns the function that removes the
+ * listener: called when the call ends, so a long-lived signal shared by many calls keeps no listeners.
+ */
+function cancelOnAbort(signal: AbortSignal | undefined, cancel: () => void): () => void {
+  if (signal === undefined) return () => {};
+  if (signal.aborted) {
+    cancel();
+    return () => {};
+  }
+  signal.addEventListener("abort", cancel, { once: true });
+  return () => signal.removeEventListener("abort", cancel);
+}
+
+/**
  * Builds a typed client for `service` over an existing grpc-js `Client` (one channel can serve every
  * service). `defaults` apply to every call and are overridden per call.
  */
@@ -77,17 +91,21 @@ export function createServiceClient<S extends GenServiceMethods>(
       client[method.localName] = (request: MessageInitShape<DescMessage>, options?: CallOptions) => {
         const { metadata, grpcOptions, signal } = callParts(defaults, options);
         return new Promise((resolve, reject) => {
-          const call = channel.makeUnaryRequest(path, serialize, deserialize, request, metadata, grpcOptions, (err, value) =>
-            err === null ? resolve(value) : reject(err),
-          );
-          signal?.addEventListener("abort", () => call.cancel(), { once: true });
+          let detach = (): void => {};
+          const call = channel.makeUnaryRequest(path, serialize, deserialize, request, metadata, grpcOptions, (err, value) => {
+            detach();
+            if (err === null) resolve(value);
+            else reject(err);
+          });
+          detach = cancelOnAbort(signal, () => call.cancel());
         });
       };
     } else if (method.methodKind === "server_streaming") {
       client[method.localName] = (request: MessageInitShape<DescMessage>, options?: CallOptions) => {
         const { metadata, grpcOptions, signal } = callParts(defaults, options);
         const call = channel.makeServerStreamRequest(path, serialize, deserialize, request, metadata, grpcOptions);
-        signal?.addEventListener("abort", () => call.cancel(), { once: true });
+        const detach = cancelOnAbort(signal, () => call.cancel());
+        call.once("status", detach);
         // A grpc-js ClientReadableStream is already async-iterable and cancellable.
         return call as unknown as ServerStreamCall<unknown>;
       };

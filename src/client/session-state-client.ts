@@ -5,7 +5,7 @@ import { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { SignalLog, type AppendRequestSchema, type AppendResponse } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import { Upstream } from "../../gen/sessionstate/v1/upstream_pb.js";
 import { Watch, type AckResult, type StaleNotice } from "../../gen/sessionstate/v1/watch_pb.js";
-import { AppendCoalescer } from "./append-coalescer.js";
+import { AppendCoalescer, defaultMaxBatchBytes, type AppendOptions } from "./append-coalescer.js";
 import { createServiceClient, type CallOptions } from "./service-client.js";
 
 /** How the client reaches the service. */
@@ -18,6 +18,11 @@ export interface ClientOptions {
   tls?: true | { caPem?: Buffer; certPem?: Buffer; keyPem?: Buffer };
   /** Deadline of every call that sets none, in ms. Default 10 s. */
   defaultTimeoutMs?: number;
+  /**
+   * Largest coalesced AppendBatch request, in bytes: keep it at or below the server's request limit
+   * (`--max-request-bytes`, default 1 MiB). Default 1 MiB.
+   */
+  maxBatchBytes?: number;
   /** Where failures of best-effort calls are logged (pino-compatible). Default: warnings on standard error. */
   logger?: { warn(details: object, message: string): void };
 }
@@ -82,6 +87,7 @@ export class SessionStateClient {
   private readonly channel: Client;
   private readonly logger: NonNullable<ClientOptions["logger"]>;
   private readonly coalescer: AppendCoalescer;
+  private readonly defaultTimeoutMs: number;
 
   constructor(options: ClientOptions) {
     this.channel = new Client(options.address, channelCredentials(options.tls), {
@@ -96,17 +102,27 @@ export class SessionStateClient {
     this.watch = createServiceClient(this.channel, Watch, defaults);
     this.reconcile = createServiceClient(this.channel, Reconcile, defaults);
     this.upstream = createServiceClient(this.channel, Upstream, defaults);
-    this.coalescer = new AppendCoalescer((appends) => this.signalLog.appendBatch({ appends }));
+    this.defaultTimeoutMs = options.defaultTimeoutMs ?? 10_000;
+    this.coalescer = new AppendCoalescer(
+      ({ appends, deadlineMs, signal }) =>
+        this.signalLog.appendBatch(
+          { appends },
+          { timeoutMs: deadlineMs === undefined ? undefined : Math.max(0, deadlineMs - Date.now()), signal },
+        ),
+      () => Date.now(),
+      options.maxBatchBytes ?? defaultMaxBatchBytes,
+    );
     this.logger = options.logger ?? pino({ level: "warn", base: { component: "sessionstate-client" } }, pino.destination(2));
   }
 
   /**
    * Appends an event. Appends made in the same turn of the event loop travel together in one
-   * AppendBatch call (one round trip, one commit); each still resolves to its own AppendResponse or
-   * rejects with its own status, as `signalLog.append` would. Deadline: the client's default.
+   * AppendBatch call (one round trip, one commit; split by count and by `maxBatchBytes`); each still
+   * resolves to its own AppendResponse or rejects with its own status, as `signalLog.append` would, and
+   * keeps its own deadline (default: the client's) and signal.
    */
-  append(request: MessageInitShape<typeof AppendRequestSchema>): Promise<AppendResponse> {
-    return this.coalescer.append(request);
+  append(request: MessageInitShape<typeof AppendRequestSchema>, options: AppendOptions = {}): Promise<AppendResponse> {
+    return this.coalescer.append(request, { timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs, ...(options.signal === undefined ? {} : { signal: options.signal }) });
   }
 
   /**
