@@ -62,6 +62,16 @@ export class Metrics {
     labelNames: ["table"] as const,
     registers: [this.registry],
   });
+  readonly storageRefusals = new Counter({
+    name: "sessionstate_storage_full_refusals_total",
+    help: "Writes refused because the storage is full.",
+    registers: [this.registry],
+  });
+  readonly storageFull = new Gauge({
+    name: "sessionstate_storage_full",
+    help: "1 while the storage is full (the last write was refused for lack of space), else 0.",
+    registers: [this.registry],
+  });
   readonly monitorTicks = new Counter({
     name: "sessionstate_monitor_ticks_total",
     help: "Upstream monitor ticks.",

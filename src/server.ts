@@ -71,10 +71,19 @@ function credentialsOf(config: Config): ServerCredentials {
 export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened }: ServerOptions): Promise<RunningServer> {
   const log = logger.child({ component: "server" });
   const tokens = config.tokensFile === undefined ? undefined : new TokenRegistry(config.tokensFile);
-  const store = SqliteStore.open(config.dbPath, config.durability, encodeStateEvent);
+  const storeLog = logger.child({ component: "store" });
+  let metrics: Metrics | undefined;
+  const store = SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, {
+    fullChanged: (full) => {
+      metrics?.storageFull.set(full ? 1 : 0);
+      if (full) storeLog.error("storage is full: writes are refused until space is freed");
+      else storeLog.info("storage is writable again");
+    },
+    refused: () => metrics?.storageRefusals.inc(),
+  });
   onStoreOpened?.(store);
   let edge: RpcEdge | undefined;
-  const metrics = new Metrics({
+  metrics = new Metrics({
     openStreams: () => edge?.openStreams ?? 0,
     pendingNotices: () => store.countPendingNotices(),
     databasePath: config.dbPath,

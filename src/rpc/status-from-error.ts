@@ -21,7 +21,8 @@ export const internalErrorDetails = "internal error";
 /**
  * Turns anything a handler threw into a status that is safe to send. A `ServiceError` keeps its code and
  * message; SQLite's busy and full conditions become `UNAVAILABLE` and `RESOURCE_EXHAUSTED` with fixed
- * messages; anything else is `INTERNAL` with a fixed message, and is logged with its stack.
+ * messages (a full disk is logged by the store once, not here per refused write); anything else is
+ * `INTERNAL` with a fixed message, and is logged with its stack.
  */
 export function statusFromError(err: unknown, log: Logger, method: string): Pick<StatusObject, "code" | "details"> {
   if (err instanceof ServiceError) return { code: grpcCodes[err.code], details: err.message };
@@ -32,7 +33,7 @@ export function statusFromError(err: unknown, log: Logger, method: string): Pick
       return { code: GrpcStatus.UNAVAILABLE, details: "database is busy; retry later" };
     }
     if (sqliteCode === "SQLITE_FULL") {
-      log.error({ err, method }, "database full");
+      // The store reports full storage once per change of state (see StorageObserver), never per write.
       return { code: GrpcStatus.RESOURCE_EXHAUSTED, details: "storage is full; the write was not recorded" };
     }
     if (sqliteCode.startsWith("SQLITE_IOERR")) {

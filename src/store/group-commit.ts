@@ -27,6 +27,8 @@ export class GroupCommit {
   constructor(
     private readonly db: Database.Database,
     private readonly announce: (changes: readonly PairChange[]) => void,
+    /** Told the outcome of every write: `undefined` when it committed, else its error. */
+    private readonly observe: (error: unknown) => void,
   ) {
     // Called inside batchTx, a transaction function runs as a savepoint: a failing write rolls back alone.
     this.savepoint = db.transaction((write: () => WriteResult<unknown>) => write());
@@ -61,12 +63,19 @@ export class GroupCommit {
     try {
       results = this.batchTx.immediate(batch);
     } catch (error) {
-      for (const queued of batch) queued.reject(error);
+      for (const queued of batch) {
+        this.observe(error);
+        queued.reject(error);
+      }
       return;
     }
     const changes: PairChange[] = [];
     results.forEach((result, i) => {
-      if ("error" in result) return batch[i]!.reject(result.error);
+      if ("error" in result) {
+        this.observe(result.error);
+        return batch[i]!.reject(result.error);
+      }
+      this.observe(undefined);
       changes.push(...result.changes);
       batch[i]!.resolve(result.value);
     });

@@ -35,6 +35,18 @@ import { LinkTables } from "./link-tables.js";
 import { openDatabase, type Durability } from "./open-database.js";
 import type { Store } from "./store.js";
 
+/** Learns when storage fills up and frees again, and of every write refused meanwhile. */
+export interface StorageObserver {
+  /** Called once per change: `true` when a write was first refused for lack of space, `false` when one commits again. */
+  fullChanged(full: boolean): void;
+  /** Called for every write refused for lack of space. */
+  refused(): void;
+}
+
+function isStorageFull(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === "SQLITE_FULL";
+}
+
 /**
  * The SQLite backend: SQL and transactions only; every decision is a rule of domain/write-rules. Each
  * method runs one short synchronous transaction (`BEGIN IMMEDIATE` when it writes); appends and acks are
@@ -48,15 +60,21 @@ export class SqliteStore implements Store {
   private readonly groupCommit: GroupCommit;
   private readonly statusTx;
   private readonly writeTx;
+  private storageFull = false;
 
   private constructor(
     private readonly db: Database.Database,
     private readonly encodeEvent: EventEncoder,
+    private readonly storage: StorageObserver | undefined,
   ) {
     this.events = new EventTables(db);
     this.cursors = new CursorTables(db);
     this.links = new LinkTables(db);
-    this.groupCommit = new GroupCommit(db, (changes) => this.announce(changes));
+    this.groupCommit = new GroupCommit(
+      db,
+      (changes) => this.announce(changes),
+      (error) => this.observeWrite(error),
+    );
     this.statusTx = db.transaction((session: SessionId, changesSince: number | undefined, limit: number) =>
       this.statusInTransaction(session, changesSince, limit),
     );
@@ -65,17 +83,39 @@ export class SqliteStore implements Store {
 
   /**
    * Opens the database file at `path` (see `openDatabase`); `encodeEvent` gives each new event its stored
-   * wire bytes. The caller must `close()` the store.
+   * wire bytes; `storage`, when given, hears of full storage. The caller must `close()` the store.
    */
-  static open(path: string, durability: Durability, encodeEvent: EventEncoder): SqliteStore {
-    return new SqliteStore(openDatabase(path, durability), encodeEvent);
+  static open(path: string, durability: Durability, encodeEvent: EventEncoder, storage?: StorageObserver): SqliteStore {
+    return new SqliteStore(openDatabase(path, durability), encodeEvent, storage);
   }
 
   /** Runs one write in its own `BEGIN IMMEDIATE` transaction and announces its pair changes after the commit. */
   private runWrite<T>(write: () => WriteResult<T>): T {
-    const { value, changes } = this.writeTx.immediate(write) as WriteResult<T>;
-    this.announce(changes);
-    return value;
+    let result: WriteResult<T>;
+    try {
+      result = this.writeTx.immediate(write) as WriteResult<T>;
+    } catch (error) {
+      this.observeWrite(error);
+      throw error;
+    }
+    this.observeWrite(undefined);
+    this.announce(result.changes);
+    return result.value;
+  }
+
+  /** Tracks full storage from each write's outcome: refusals are counted, changes of state reported once. */
+  private observeWrite(error: unknown): void {
+    if (this.storage === undefined) return;
+    if (isStorageFull(error)) {
+      this.storage.refused();
+      if (!this.storageFull) {
+        this.storageFull = true;
+        this.storage.fullChanged(true);
+      }
+    } else if (error === undefined && this.storageFull) {
+      this.storageFull = false;
+      this.storage.fullChanged(false);
+    }
   }
 
   append(input: AppendInput): Promise<AppendOutcome> {
