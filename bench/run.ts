@@ -20,6 +20,9 @@ import { encodeStateEvent } from "../src/codec/event-codec.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
 import { atFixedRate, connect, human, storeAppend, type Clients } from "../test/helpers.js";
 import { etcdPutRate, etcdWatchLatency, startEtcd } from "./etcd-peer.js";
+import { grpcBodyFile, h2loadRate, h2loadShape, hasH2load, type H2loadRun } from "./h2load.js";
+import { BinaryWriter } from "@bufbuild/protobuf/wire";
+import { createServer } from "node:net";
 import { cpuSeconds, median, percentile, rssMb, sleep, spawnListening, unaryRate, type Listening } from "./lib.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -28,7 +31,7 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const roundMs = Number(process.env.BENCH_ROUND_MS ?? 2000);
 const work = mkdtempSync(join(tmpdir(), "sessionstate-bench-"));
 const serverNodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
-const scenarios = ["throughput", "latency", "coalescing", "reconcile", "startup", "stall", "etcd"] as const;
+const scenarios = ["throughput", "latency", "coalescing", "reconcile", "startup", "stall", "etcd", "h2load"] as const;
 const only = process.env.BENCH_ONLY?.split(",").map((name) => name.trim());
 const unknownScenario = only?.find((name) => !(scenarios as readonly string[]).includes(name));
 if (unknownScenario !== undefined) throw new Error(`BENCH_ONLY: unknown scenario ${unknownScenario} (known: ${scenarios.join(", ")})`);
@@ -501,6 +504,138 @@ function report(machine: string, date: string): string {
   return `# sessionstate benchmark report\n\n${date}, ${machine}. Server and clients share the machine; every ratio is against a baseline measured in the same run (throughput: medians of ${rounds} rounds of ${roundMs} ms; latency: medians over ${rounds} rounds of 5 s after a warm-up run).\n\n${table.join("\n")}\n\n![latency distributions](latency.svg)\n`;
 }
 
+/** A free loopback port, for a listener the benchmark must know the port of in advance. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+/** How many calls of `method` the server at metrics port `port` answered OK, from its own metrics. */
+async function okCalls(port: number, method: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const match = new RegExp(`sessionstate_rpc_duration_seconds_count\\{method="${method.replaceAll(".", "\\.")}",code="OK"\\} (\\d+)`).exec(text);
+  return match === null ? 0 : Number(match[1]);
+}
+
+/** Medians over rounds of h2load runs; `check` proves afterwards that every call succeeded. */
+async function h2loadRounds(url: string, body: string, pid: number): Promise<H2loadRun & { calls: number }> {
+  const runs: H2loadRun[] = [];
+  for (let r = 0; r < rounds; r++) runs.push(await h2loadRate(url, body, pid));
+  if (runs.some((run) => run.succeeded !== h2loadShape.requests)) throw new Error(`h2load: HTTP errors at ${url}`);
+  return {
+    requestsPerSec: median(runs.map((run) => run.requestsPerSec)),
+    serverCpuMsPer1000: median(runs.map((run) => run.serverCpuMsPer1000)),
+    succeeded: h2loadShape.requests,
+    calls: rounds * (h2loadShape.requests + h2loadShape.warmupRequests),
+  };
+}
+
+/** An etcd PutRequest { bytes key = 1; bytes value = 2; }. */
+function etcdPutRequest(key: string, value: string): Uint8Array {
+  const writer = new BinaryWriter();
+  writer.tag(1, 2).bytes(Buffer.from(key));
+  writer.tag(2, 2).bytes(Buffer.from(value));
+  return writer.finish();
+}
+
+/**
+ * 8. Per-call cost with h2load as the load generator (the Node client saturates these cores before the
+ * server does): the bare echo server, Append, SessionStatus with 20 events, and etcd's KV/Put, on tmpfs
+ * (against durability normal) and on disk (against full). One server at a time, same shape for each;
+ * every call's success is proven from the server's own record afterwards.
+ */
+async function h2loadPerCall(echo: Listening): Promise<void> {
+  if (!(await hasH2load())) {
+    row("h2load", "skipped", "h2load missing", "apt-get install nghttp2-client");
+    return;
+  }
+  const shape = `${h2loadShape.requests} requests, -c ${h2loadShape.connections} -m ${h2loadShape.streams}`;
+  const appendBody = grpcBodyFile(work, "append", appendRequests[0]!);
+  const appendSession = "agent:bench:subagent:s0";
+  const echoRun = await h2loadRounds(`http://${echo.address}/bench.Echo/Echo`, appendBody, echo.child.pid!);
+  row("h2load", `echo (${shape}): calls/s, server CPU ms per 1,000`, `${echoRun.requestsPerSec.toFixed(0)} / ${echoRun.serverCpuMsPer1000.toFixed(0)}`);
+  results.h2load_echo_per_sec = echoRun.requestsPerSec;
+  results.h2load_echo_cpu_ms_per_1000 = echoRun.serverCpuMsPer1000;
+
+  const ours = async (durability: "normal" | "full") => {
+    const metricsPort = await freePort();
+    const server = await sessionstate(`h2load-${durability}`, ["--durability", durability, "--metrics-listen", `127.0.0.1:${metricsPort}`]);
+    const clients = connect(server.address);
+    try {
+      const append = await h2loadRounds(`http://${server.address}/sessionstate.v1.SignalLog/Append`, appendBody, server.child.pid!);
+      const version = (await clients.reconcile.sessionStatus({ session: { key: appendSession } })).stateVersion;
+      const appendOk = await okCalls(metricsPort, "/sessionstate.v1.SignalLog/Append");
+      if (version !== BigInt(append.calls) || appendOk !== append.calls) {
+        throw new Error(`h2load Append: ${append.calls} sent, ${appendOk} answered OK, state version ${version}`);
+      }
+      if (durability === "full") return { append };
+      const statusSession = "agent:bench:status";
+      for (let i = 0; i < 20; i++) await clients.signalLog.append(human(statusSession, { summary: `event ${i} of the reconcile benchmark` }));
+      const statusBody = grpcBodyFile(
+        work,
+        "status",
+        toBinary(SessionStatusRequestSchema, create(SessionStatusRequestSchema, { session: { key: statusSession }, changesSince: 0n })),
+      );
+      const status = await h2loadRounds(`http://${server.address}/sessionstate.v1.Reconcile/SessionStatus`, statusBody, server.child.pid!);
+      const statusOk = await okCalls(metricsPort, "/sessionstate.v1.Reconcile/SessionStatus");
+      // One more call: the clients' own SessionStatus above.
+      if (statusOk !== status.calls + 1) throw new Error(`h2load SessionStatus: ${status.calls} sent, ${statusOk - 1} answered OK`);
+      return { append, status };
+    } finally {
+      clients.close();
+      await server.stop();
+    }
+  };
+  const etcdPut = async (inMemory: boolean) => {
+    const etcd = await startEtcd(inMemory, 23790, 23800);
+    try {
+      const key = "sessions/agent:bench:subagent:s0/h2load";
+      const body = grpcBodyFile(work, "etcd-put", etcdPutRequest(key, "goal_changed agent goal updated by the benchmark"));
+      const before = Number((await etcd.client.get(key).exec()).header.revision);
+      const put = await h2loadRounds("http://127.0.0.1:23790/etcdserverpb.KV/Put", body, etcd.pid);
+      const after = Number((await etcd.client.get(key).exec()).header.revision);
+      if (after - before !== put.calls) throw new Error(`h2load etcd Put: ${put.calls} sent, revision moved ${after - before}`);
+      return put;
+    } finally {
+      await etcd.stop();
+    }
+  };
+
+  const normal = await ours("normal");
+  const full = await ours("full");
+  row("h2load", `Append: calls/s, server CPU ms per 1,000`, `${normal.append.requestsPerSec.toFixed(0)} / ${normal.append.serverCpuMsPer1000.toFixed(0)}`);
+  row("h2load", "Append / echo (throughput)", (normal.append.requestsPerSec / echoRun.requestsPerSec).toFixed(2), "goal >= 0.8");
+  row("h2load", `SessionStatus, 20 events: calls/s, CPU ms per 1,000`, `${normal.status!.requestsPerSec.toFixed(0)} / ${normal.status!.serverCpuMsPer1000.toFixed(0)}`);
+  row("h2load", "SessionStatus / echo (throughput)", (normal.status!.requestsPerSec / echoRun.requestsPerSec).toFixed(2), "goal >= 0.7");
+  results.h2load_append_per_sec = normal.append.requestsPerSec;
+  results.h2load_append_cpu_ms_per_1000 = normal.append.serverCpuMsPer1000;
+  results.h2load_status_per_sec = normal.status!.requestsPerSec;
+  results.h2load_status_cpu_ms_per_1000 = normal.status!.serverCpuMsPer1000;
+  results.h2load_append_vs_echo = normal.append.requestsPerSec / echoRun.requestsPerSec;
+  results.h2load_status_vs_echo = normal.status!.requestsPerSec / echoRun.requestsPerSec;
+  results.h2load_append_full_per_sec = full.append.requestsPerSec;
+  results.h2load_append_full_cpu_ms_per_1000 = full.append.serverCpuMsPer1000;
+  if (process.env.BENCH_SKIP_ETCD !== undefined) return;
+  const tmpfs = await etcdPut(true);
+  const disk = await etcdPut(false);
+  row("h2load", "etcd Put, tmpfs: calls/s, CPU ms per 1,000", `${tmpfs.requestsPerSec.toFixed(0)} / ${tmpfs.serverCpuMsPer1000.toFixed(0)}`);
+  row("h2load", "etcd Put, disk: calls/s, CPU ms per 1,000", `${disk.requestsPerSec.toFixed(0)} / ${disk.serverCpuMsPer1000.toFixed(0)}`);
+  row("h2load", "Append full: calls/s, CPU ms per 1,000", `${full.append.requestsPerSec.toFixed(0)} / ${full.append.serverCpuMsPer1000.toFixed(0)}`);
+  results.h2load_etcd_put_per_sec = tmpfs.requestsPerSec;
+  results.h2load_etcd_put_cpu_ms_per_1000 = tmpfs.serverCpuMsPer1000;
+  results.h2load_etcd_put_disk_per_sec = disk.requestsPerSec;
+  results.h2load_etcd_put_disk_cpu_ms_per_1000 = disk.serverCpuMsPer1000;
+  results.h2load_append_cpu_vs_etcd_put = normal.append.serverCpuMsPer1000 / tmpfs.serverCpuMsPer1000;
+  results.h2load_append_vs_etcd_put = normal.append.requestsPerSec / tmpfs.requestsPerSec;
+  results.h2load_append_full_cpu_vs_etcd_put_disk = full.append.serverCpuMsPer1000 / disk.serverCpuMsPer1000;
+  results.h2load_append_full_vs_etcd_put_disk = full.append.requestsPerSec / disk.requestsPerSec;
+  row("h2load", "Append CPU per call / etcd Put's (tmpfs; full vs disk)", `${Number(results.h2load_append_cpu_vs_etcd_put).toFixed(2)}; ${Number(results.h2load_append_full_cpu_vs_etcd_put_disk).toFixed(2)}`, "goal <= 1.0");
+  row("h2load", "Append / etcd Put throughput (tmpfs; full vs disk)", `${Number(results.h2load_append_vs_etcd_put).toFixed(2)}; ${Number(results.h2load_append_full_vs_etcd_put_disk).toFixed(2)}`);
+}
+
 async function main(): Promise<void> {
   const echo = await spawnListening(join(root, "bench/echo-server.ts"), [], ["--import", "tsx"]);
   try {
@@ -510,6 +645,7 @@ async function main(): Promise<void> {
     if (runs("reconcile")) await reconcile(echo);
     if (runs("startup")) await startupAndMemory();
     if (runs("stall")) await stallMemory();
+    if (runs("h2load")) await h2loadPerCall(echo);
   } finally {
     await echo.stop();
   }

@@ -44,6 +44,7 @@ export class Metrics {
     labelNames: ["result"] as const,
     registers: [this.registry],
   });
+  private readonly rpcDurationChildren = new Map<string, ReturnType<Histogram<"method" | "code">["labels"]>>();
   readonly rpcDuration = new Histogram({
     name: "sessionstate_rpc_duration_seconds",
     help: "RPC duration by method and status code (streams: their whole life).",
@@ -121,7 +122,14 @@ export class Metrics {
 
   /** Records one finished RPC. */
   observeCall(method: string, code: GrpcStatus, seconds: number): void {
-    this.rpcDuration.observe({ method, code: GrpcStatus[code] ?? String(code) }, seconds);
+    // One labelled child per (method, code), kept: resolving labels on every call costs more than the observation.
+    const key = `${method} ${code}`;
+    let child = this.rpcDurationChildren.get(key);
+    if (child === undefined) {
+      child = this.rpcDuration.labels({ method, code: GrpcStatus[code] ?? String(code) });
+      this.rpcDurationChildren.set(key, child);
+    }
+    child.observe(seconds);
   }
 }
 

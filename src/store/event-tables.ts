@@ -27,6 +27,14 @@ interface RemovedRow {
   session_id: number;
 }
 
+/** A session's head as SessionStatus reads it, with its smallest retained sequence (0: none retained). */
+export interface StatusHead {
+  sessionId: number;
+  stateVersion: number;
+  prunedThrough: number;
+  earliestSequence: number;
+}
+
 interface HeadRow {
   agent_id: string;
   session_key: string;
@@ -86,8 +94,8 @@ export class EventTables {
   private readonly byDedupeKey;
   private readonly upsertHead;
   private readonly head;
+  private readonly statusHeadOf;
   private readonly after;
-  private readonly earliest;
   private readonly headsFrom;
   private readonly headsOfAgentFrom;
   private readonly deleteOfSession;
@@ -123,12 +131,16 @@ export class EventTables {
     this.head = db.prepare<[string, string], HeadRow>(
       `SELECT ${headColumns} FROM heads WHERE agent_id = ? AND session_key = ?`,
     );
-    this.after = db.prepare<[string, string, number, number], EventWire>(
-      `SELECT sequence, wire FROM events WHERE session_id = ${sessionIdOf} AND sequence > ? ORDER BY sequence LIMIT ?`,
+    this.statusHeadOf = db.prepare<[string, string], StatusHead>(
+      `SELECT session_id AS sessionId, state_version AS stateVersion, pruned_through AS prunedThrough,
+         coalesce((SELECT min(sequence) FROM events AS e WHERE e.session_id = heads.session_id), 0) AS earliestSequence
+       FROM heads WHERE agent_id = ? AND session_key = ?`,
     );
-    this.earliest = db.prepare<[string, string], { first: number | null }>(
-      `SELECT min(sequence) AS first FROM events WHERE session_id = ${sessionIdOf}`,
-    );
+    this.after = db
+      .prepare<[number, number, number], [number, Buffer]>(
+        "SELECT sequence, wire FROM events WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+      )
+      .raw(true);
     this.headsFrom = db.prepare<[string, string, number], HeadRow>(
       `SELECT ${headColumns} FROM heads WHERE (agent_id, session_key) > (?, ?) ORDER BY agent_id, session_key LIMIT ?`,
     );
@@ -199,14 +211,14 @@ export class EventTables {
     return this.head.get(session.agentId, session.key)?.state_version ?? 0;
   }
 
-  /** Up to `limit` events of the session with sequence above `afterSequence`, ascending, in wire form. */
-  eventsAfter(session: SessionId, afterSequence: number, limit: number): EventWire[] {
-    return this.after.all(session.agentId, session.key, afterSequence, limit);
+  /** What SessionStatus needs of a session's head, in one statement; `undefined` when it has no head. */
+  statusHead(session: SessionId): StatusHead | undefined {
+    return this.statusHeadOf.get(session.agentId, session.key);
   }
 
-  /** The smallest retained sequence of the session, 0 when none is retained. */
-  earliestSequence(session: SessionId): number {
-    return this.earliest.get(session.agentId, session.key)?.first ?? 0;
+  /** Up to `limit` events of session `sessionId` with sequence above `afterSequence`, ascending, in wire form. */
+  eventsAfter(sessionId: number, afterSequence: number, limit: number): EventWire[] {
+    return this.after.all(sessionId, afterSequence, limit).map(([sequence, wire]) => ({ sequence, wire }));
   }
 
   /** Heads ordered by (agent id, key), strictly after `after`. */

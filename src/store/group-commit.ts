@@ -15,35 +15,24 @@ interface QueuedWrite {
 
 /**
  * Group commit for SQLite: writes queued in the same turn of the event loop share one `BEGIN IMMEDIATE`
- * transaction, each inside its own savepoint, so one refused write never affects another and the commit
- * is paid once per batch. Each write's promise settles after the commit; the pair changes of the batch
- * are then handed to `announce`, once.
+ * transaction, so the commit is paid once per batch. Should any write of the batch throw, the whole batch
+ * rolls back and each write runs again alone, in its own transaction: one refused write never affects
+ * another, without a savepoint per write on the common path. Each write's promise settles after its
+ * commit; the pair changes of what committed are then handed to `announce`, once.
  */
 export class GroupCommit {
   private queued: QueuedWrite[] = [];
-  private readonly savepoint;
   private readonly batchTx;
+  private readonly aloneTx;
 
   constructor(
-    private readonly db: Database.Database,
+    db: Database.Database,
     private readonly announce: (changes: readonly PairChange[]) => void,
     /** Told the outcome of every write: `undefined` when it committed, else its error. */
     private readonly observe: (error: unknown) => void,
   ) {
-    // Called inside batchTx, a transaction function runs as a savepoint: a failing write rolls back alone.
-    this.savepoint = db.transaction((write: () => WriteResult<unknown>) => write());
-    this.batchTx = db.transaction((writes: readonly QueuedWrite[]) =>
-      writes.map((queued): WriteResult<unknown> | { error: unknown } => {
-        try {
-          return this.savepoint(queued.write);
-        } catch (error) {
-          // Some failures (SQLITE_FULL, I/O errors) make SQLite roll back the whole transaction: then no
-          // write of this batch is stored, and all of them must fail.
-          if (!this.db.inTransaction) throw error;
-          return { error };
-        }
-      }),
-    );
+    this.batchTx = db.transaction((writes: readonly QueuedWrite[]) => writes.map((queued) => queued.write()));
+    this.aloneTx = db.transaction((write: () => WriteResult<unknown>) => write());
   }
 
   /** Queues a write (run synchronously inside the batch's transaction); settles after its commit. */
@@ -54,7 +43,7 @@ export class GroupCommit {
     });
   }
 
-  /** Commits every queued write now, in one transaction, and settles each one's promise. */
+  /** Commits every queued write now and settles each one's promise. */
   flush(): void {
     const batch = this.queued;
     if (batch.length === 0) return;
@@ -62,12 +51,15 @@ export class GroupCommit {
     let results: (WriteResult<unknown> | { error: unknown })[];
     try {
       results = this.batchTx.immediate(batch);
-    } catch (error) {
-      for (const queued of batch) {
-        this.observe(error);
-        queued.reject(error);
-      }
-      return;
+    } catch {
+      // Nothing of the batch is stored: find out, write by write, which ones fail.
+      results = batch.map((queued) => {
+        try {
+          return this.aloneTx.immediate(queued.write);
+        } catch (error) {
+          return { error };
+        }
+      });
     }
     const changes: PairChange[] = [];
     results.forEach((result, i) => {

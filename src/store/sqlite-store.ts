@@ -58,7 +58,6 @@ export class SqliteStore implements Store {
   private readonly links: LinkTables;
   private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
   private readonly groupCommit: GroupCommit;
-  private readonly statusTx;
   private readonly writeTx;
   private storageFull = false;
 
@@ -74,9 +73,6 @@ export class SqliteStore implements Store {
       db,
       (changes) => this.announce(changes),
       (error) => this.observeWrite(error),
-    );
-    this.statusTx = db.transaction((session: SessionId, changesSince: number | undefined, limit: number) =>
-      this.statusInTransaction(session, changesSince, limit),
     );
     this.writeTx = db.transaction((write: () => WriteResult<unknown>) => write());
   }
@@ -153,25 +149,21 @@ export class SqliteStore implements Store {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Two statements and no transaction: this process is the file's only writer and runs synchronously, so
+   * no write can come between them.
+   */
   async sessionStatus(session: SessionId, changesSince: number | undefined, limit: number): Promise<SessionStatus> {
-    return this.statusTx.deferred(session, changesSince, limit);
-  }
-
-  private statusInTransaction(session: SessionId, changesSince: number | undefined, limit: number): SessionStatus {
-    const head = this.events.headOf(session);
+    const head = this.events.statusHead(session);
     const stateVersion = head?.stateVersion ?? 0;
     if (changesSince === undefined || changesSince > stateVersion) return { stateVersion };
-    const events = this.events.eventsAfter(session, changesSince, limit + 1);
+    if (head === undefined) return { stateVersion, changes: { events: [], truncated: false, historyGap: false, earliestAvailableSequence: 0 } };
+    const events = this.events.eventsAfter(head.sessionId, changesSince, limit + 1);
     const truncated = events.length > limit;
     if (truncated) events.length = limit;
     return {
       stateVersion,
-      changes: {
-        events,
-        truncated,
-        historyGap: changesSince < (head?.prunedThrough ?? 0),
-        earliestAvailableSequence: this.events.earliestSequence(session),
-      },
+      changes: { events, truncated, historyGap: changesSince < head.prunedThrough, earliestAvailableSequence: head.earliestSequence },
     };
   }
 
