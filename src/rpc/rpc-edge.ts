@@ -155,20 +155,17 @@ export class RpcEdge {
       const decoded = this.decode(method, call.request);
       if ("status" in decoded) return callback(decoded.status);
       // grpc-js reports 'cancelled' at the end of every call, and aborting builds a DOMException: create
-      // the signal only for handlers that ask for it.
+      // the signal, and listen for cancellation, only for handlers that ask for it.
       let abort: AbortController | undefined;
-      let cancelled = false;
-      call.once("cancelled", () => {
-        cancelled = true;
-        abort?.abort();
-      });
       const context: CallContext = {
         method: path,
         principal: auth.principal,
         get signal() {
           if (abort === undefined) {
-            abort = new AbortController();
-            if (cancelled) abort.abort();
+            const controller = new AbortController();
+            abort = controller;
+            if (call.cancelled) controller.abort();
+            else call.once("cancelled", () => controller.abort());
           }
           return abort.signal;
         },
