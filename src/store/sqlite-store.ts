@@ -33,19 +33,8 @@ import { EventTables } from "./event-tables.js";
 import { GroupCommit, type WriteResult } from "./group-commit.js";
 import { LinkTables } from "./link-tables.js";
 import { openDatabase, type Durability } from "./open-database.js";
+import { StorageTracker, type StorageObserver } from "./storage-tracker.js";
 import type { Store } from "./store.js";
-
-/** Learns when storage fills up and frees again, and of every write refused meanwhile. */
-export interface StorageObserver {
-  /** Called once per change: `true` when a write was first refused for lack of space, `false` when one commits again. */
-  fullChanged(full: boolean): void;
-  /** Called for every write refused for lack of space. */
-  refused(): void;
-}
-
-function isStorageFull(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === "SQLITE_FULL";
-}
 
 /**
  * The SQLite backend: SQL and transactions only; every decision is a rule of domain/write-rules. Each
@@ -59,20 +48,21 @@ export class SqliteStore implements Store {
   private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
   private readonly groupCommit: GroupCommit;
   private readonly writeTx;
-  private storageFull = false;
+  private readonly storage: StorageTracker;
 
   private constructor(
     private readonly db: Database.Database,
     private readonly encodeEvent: EventEncoder,
-    private readonly storage: StorageObserver | undefined,
+    storageObserver: StorageObserver | undefined,
   ) {
+    this.storage = new StorageTracker(storageObserver);
     this.events = new EventTables(db);
     this.cursors = new CursorTables(db);
     this.links = new LinkTables(db);
     this.groupCommit = new GroupCommit(
       db,
       (changes) => this.announce(changes),
-      (error) => this.observeWrite(error),
+      (error) => this.storage.observe(error),
     );
     this.writeTx = db.transaction((write: () => WriteResult<unknown>) => write());
   }
@@ -91,27 +81,12 @@ export class SqliteStore implements Store {
     try {
       result = this.writeTx.immediate(write) as WriteResult<T>;
     } catch (error) {
-      this.observeWrite(error);
+      this.storage.observe(error);
       throw error;
     }
-    this.observeWrite(undefined);
+    this.storage.observe(undefined);
     this.announce(result.changes);
     return result.value;
-  }
-
-  /** Tracks full storage from each write's outcome: refusals are counted, changes of state reported once. */
-  private observeWrite(error: unknown): void {
-    if (this.storage === undefined) return;
-    if (isStorageFull(error)) {
-      this.storage.refused();
-      if (!this.storageFull) {
-        this.storageFull = true;
-        this.storage.fullChanged(true);
-      }
-    } else if (error === undefined && this.storageFull) {
-      this.storageFull = false;
-      this.storage.fullChanged(false);
-    }
   }
 
   append(input: AppendInput): Promise<AppendOutcome> {
