@@ -154,16 +154,23 @@ export function tempDir(): { dir: string; remove: () => void } {
  */
 export function connect(address: string, { ownConnection = false } = {}) {
   const channel = new Client(address, credentials.createInsecure(), ownConnection ? { "grpc.use_local_subchannel_pool": 1 } : {});
+  openChannels.set(channel, address);
   return {
     channel,
     signalLog: createServiceClient(channel, SignalLog, { timeoutMs: 10_000 }),
     watch: createServiceClient(channel, Watch, { timeoutMs: 10_000 }),
     reconcile: createServiceClient(channel, Reconcile, { timeoutMs: 10_000 }),
     upstream: createServiceClient(channel, Upstream, { timeoutMs: 10_000 }),
-    close: () => channel.close(),
+    close: () => {
+      openChannels.delete(channel);
+      channel.close();
+    },
   };
 }
 export type Clients = ReturnType<typeof connect>;
+
+/** Channels opened by `connect` and not closed yet, with their addresses: a test server checks them at teardown. */
+const openChannels = new Map<Client, string>();
 
 /** An in-process server on 127.0.0.1:0 with a fresh database, and clients for it. */
 export interface TestServer extends Clients {
@@ -221,6 +228,8 @@ export async function startTestServer(
       await stop();
       dir.remove();
       if (leftOpen > 0) throw new Error(`the test left ${leftOpen} notice stream(s) open at teardown: cancel them first`);
+      const leftConnected = [...openChannels.values()].filter((address) => address === server.address).length;
+      if (leftConnected > 0) throw new Error(`the test left ${leftConnected} client connection(s) to the server open at teardown: close them first`);
     },
   };
 }
