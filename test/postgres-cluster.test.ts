@@ -2,13 +2,9 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import postgres from "postgres";
 import { parsePostgresUrl } from "../src/store/postgres-url.js";
-import { noPostgresMessage, postgresBinDir, postgresRequired, startPostgresCluster } from "./postgres-cluster.js";
+import { skipWithoutPostgres, startPostgresCluster } from "./postgres-cluster.js";
 
-const available = postgresBinDir() !== undefined;
-if (!available && postgresRequired) throw new Error(`${noPostgresMessage}, but SESSIONSTATE_REQUIRE_POSTGRES=1 requires them`);
-if (!available) console.log(noPostgresMessage);
-
-describe("the throwaway PostgreSQL cluster of the tests", { skip: available ? false : noPostgresMessage }, () => {
+describe("the throwaway PostgreSQL cluster of the tests", { skip: skipWithoutPostgres() }, () => {
   test("starts, answers over its unix socket with the driver's int8 as numbers, stops, starts again and goes away", async () => {
     const cluster = startPostgresCluster();
     try {

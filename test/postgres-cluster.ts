@@ -93,3 +93,14 @@ export function startPostgresCluster(): PostgresCluster {
     },
   };
 }
+
+/**
+ * For a PostgreSQL test's `skip` option: false when PostgreSQL is installed; else the skip message,
+ * printed once per file, or a thrown error when `SESSIONSTATE_REQUIRE_POSTGRES=1` (CI never skips).
+ */
+export function skipWithoutPostgres(): false | string {
+  if (postgresBinDir() !== undefined) return false;
+  if (postgresRequired) throw new Error(`${noPostgresMessage}, but SESSIONSTATE_REQUIRE_POSTGRES=1 requires them`);
+  console.log(noPostgresMessage);
+  return noPostgresMessage;
+}

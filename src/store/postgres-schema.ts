@@ -1,0 +1,166 @@
+import type { Sql } from "postgres";
+
+/**
+ * The PostgreSQL schema (SPEC §11), one entry per version: entry i takes a schema from version i to
+ * i + 1. Never edit an entry that has shipped: add one. Text keys use `COLLATE "C"` so that prefix
+ * ranges and paging order are byte order, as in SQLite.
+ */
+export const postgresMigrations: readonly string[] = [
+  `
+  -- The one order of every write (SPEC §11): each write transaction locks this row first (FOR UPDATE),
+  -- takes its event sequences and its change number from it and updates it before COMMIT, so commit
+  -- order is sequence order and every reader sees a gap-free prefix.
+  CREATE TABLE clock (
+    id         int4 PRIMARY KEY CHECK (id = 1),
+    event_seq  int8 NOT NULL,
+    change_seq int8 NOT NULL
+  );
+  INSERT INTO clock (id, event_seq, change_seq) VALUES (1, 0, 0);
+
+  -- One row per session that ever had an event; survives pruning, so the state version never goes down.
+  CREATE TABLE heads (
+    session_id     int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent_id       text COLLATE "C" NOT NULL,
+    session_key    text COLLATE "C" NOT NULL,
+    state_version  int8 NOT NULL,
+    pruned_through int8 NOT NULL DEFAULT 0,
+    updated_at_ms  int8 NOT NULL,
+    UNIQUE (agent_id, session_key)
+  );
+
+  CREATE TABLE events (
+    sequence       int8 PRIMARY KEY,
+    session_id     int8 NOT NULL REFERENCES heads (session_id),
+    kind           text NOT NULL,
+    actor_type     text NOT NULL,
+    actor_id       text,
+    run_id         text,
+    summary        text NOT NULL,
+    occurred_at_ms int8 NOT NULL,
+    outcome        text,
+    channel        text,
+    turns          int8,
+    catalog_id     text,
+    host_id        text,
+    dedupe_key     text COLLATE "C",
+    wire           bytea NOT NULL
+  );
+  CREATE INDEX events_by_session ON events (session_id, sequence);
+  CREATE INDEX events_by_time ON events (occurred_at_ms);
+  CREATE UNIQUE INDEX events_by_dedupe_key ON events (dedupe_key) WHERE dedupe_key IS NOT NULL;
+
+  -- A watcher's position on a target: acked (L) <= notified (N) <= material (M).
+  CREATE TABLE cursors (
+    watcher_key     text COLLATE "C" NOT NULL,
+    target_agent_id text COLLATE "C" NOT NULL,
+    target_key      text COLLATE "C" NOT NULL,
+    acked           int8 NOT NULL,
+    notified        int8 NOT NULL,
+    material        int8 NOT NULL,
+    updated_at_ms   int8 NOT NULL,
+    PRIMARY KEY (watcher_key, target_agent_id, target_key),
+    CHECK (acked <= notified AND notified <= material)
+  );
+  CREATE INDEX cursors_by_target ON cursors (target_agent_id, target_key);
+  CREATE INDEX cursors_pending ON cursors (watcher_key) WHERE notified > acked;
+  CREATE INDEX cursors_by_time ON cursors (updated_at_ms);
+
+  -- The feed across replicas: every transaction that opens, changes or closes pending notices writes the
+  -- pairs here under its change number (taken from the clock) and ends with one pg_notify of that number.
+  -- A replica reads what is above the last number it read, in order. A table rather than a column on
+  -- the cursor, because a removed cursor closes its notice too. Pruned after an hour.
+  CREATE TABLE pair_changes (
+    change_seq      int8 NOT NULL,
+    watcher_key     text COLLATE "C" NOT NULL,
+    target_agent_id text COLLATE "C" NOT NULL,
+    target_key      text COLLATE "C" NOT NULL,
+    at_ms           int8 NOT NULL
+  );
+  CREATE INDEX pair_changes_by_seq ON pair_changes (change_seq);
+
+  -- One upstream link per adopted session; node_id is the replica's node that adopted a local transcript.
+  CREATE TABLE upstream_links (
+    agent_id           text COLLATE "C" NOT NULL,
+    session_key        text COLLATE "C" NOT NULL,
+    catalog_id         text NOT NULL,
+    host_id            text NOT NULL,
+    thread_id          text NOT NULL,
+    source             text NOT NULL,
+    marker             text NOT NULL,
+    missed_checks      int8 NOT NULL DEFAULT 0,
+    last_scanned_at_ms int8,
+    updated_at_ms      int8 NOT NULL,
+    node_id            text COLLATE "C",
+    PRIMARY KEY (agent_id, session_key)
+  );
+
+  -- Jobs that run on one replica at a time (retention; the upstream monitor of a node id).
+  CREATE TABLE leases (
+    job        text COLLATE "C" PRIMARY KEY,
+    holder     text NOT NULL,
+    epoch      int8 NOT NULL,
+    expires_at timestamptz NOT NULL
+  );
+
+  -- What gateways report for the monitor, shared by every replica: texts only as SHA-256 digests.
+  CREATE TABLE own_texts (
+    agent_id    text COLLATE "C" NOT NULL,
+    session_key text COLLATE "C" NOT NULL,
+    position    int8 NOT NULL,
+    digest      text NOT NULL,
+    PRIMARY KEY (agent_id, session_key, position)
+  );
+  CREATE TABLE run_flags (
+    agent_id       text COLLATE "C" NOT NULL,
+    session_key    text COLLATE "C" NOT NULL,
+    active         boolean NOT NULL,
+    starts         int8 NOT NULL,
+    refreshed_at   timestamptz NOT NULL,
+    PRIMARY KEY (agent_id, session_key)
+  );
+  `,
+];
+
+/** Thrown when the schema is newer than this program knows; names both versions. */
+export class NewerSchemaError extends Error {
+  constructor(
+    readonly schema: string,
+    readonly found: number,
+    readonly known: number,
+  ) {
+    super(`database schema "${schema}" is at version ${found}, newer than this program knows (${known}): upgrade sessionstate`);
+    this.name = "NewerSchemaError";
+  }
+}
+
+/** A schema name as `--db-schema` takes it: a plain lower-case SQL identifier. */
+export function isValidSchemaName(name: string): boolean {
+  return /^[a-z_][a-z0-9_]{0,62}$/u.test(name);
+}
+
+/**
+ * Creates the schema if missing and brings it to the newest version, in one transaction under an
+ * advisory lock named after the schema, so replicas starting together do not race: the first migrates,
+ * the others wait and then find it done. Throws `NewerSchemaError` for a schema this program does not know.
+ */
+export async function migratePostgres(sql: Sql, schema: string): Promise<{ from: number; to: number }> {
+  if (!isValidSchemaName(schema)) throw new Error(`invalid schema name ${JSON.stringify(schema)}`);
+  return sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`sessionstate schema ${schema}`}, 0))`;
+    await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await tx.unsafe(`CREATE TABLE IF NOT EXISTS "${schema}".schema_version (id int4 PRIMARY KEY CHECK (id = 1), version int4 NOT NULL)`);
+    const [row] = await tx.unsafe<{ version: number }[]>(`SELECT version FROM "${schema}".schema_version WHERE id = 1`);
+    const from = row?.version ?? 0;
+    const known = postgresMigrations.length;
+    if (from > known) throw new NewerSchemaError(schema, from, known);
+    if (from < known) {
+      await tx.unsafe(`SET LOCAL search_path TO "${schema}"`);
+      for (const step of postgresMigrations.slice(from)) await tx.unsafe(step);
+      await tx.unsafe(
+        `INSERT INTO "${schema}".schema_version (id, version) VALUES (1, ${known})
+         ON CONFLICT (id) DO UPDATE SET version = excluded.version`,
+      );
+    }
+    return { from, to: known };
+  });
+}
