@@ -97,7 +97,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   );
   const hub = new NoticeHub(store, logger.child({ component: "notices" }), metrics);
   hub.start();
-  const activity = new SessionActivity();
+  const activity = new SessionActivity(store, clock);
   const monitor = new UpstreamMonitor(
     store,
     activity,
@@ -130,7 +130,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   });
   const services = [SignalLog, Watch, Reconcile, Upstream];
   const health = new HealthState(services.map((service) => service.typeName));
-  edge.addService(SignalLog, signalLogHandlers({ store, clock, retention, activity, metrics, log: logger.child({ component: "rpc" }) }));
+  edge.addService(SignalLog, signalLogHandlers({ store, clock, retention, metrics, log: logger.child({ component: "rpc" }) }));
   edge.addService(Watch, watchHandlers({ store, hub, clock, metrics }));
   edge.addService(Reconcile, reconcileHandlers({ store }));
   edge.addService(Upstream, upstreamHandlers({ store, monitor, activity, clock, transcriptRoot: config.transcriptRoot }));

@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { classifyTranscriptLine, defaultSyntheticPrefixes } from "../src/upstream/transcript-classifier.js";
 import { readCompleteLines } from "../src/upstream/transcript-reader.js";
 import { normalizeUserText, SessionActivity } from "../src/upstream/session-activity.js";
-import { tempDir } from "./helpers.js";
+import { FakeClock, openTestStore, tempDir } from "./helpers.js";
 
 const classify = (row: unknown) => classifyTranscriptLine(typeof row === "string" ? row : JSON.stringify(row), defaultSyntheticPrefixes);
 const user = (content: unknown, extra: Record<string, unknown> = {}) => ({
@@ -93,17 +93,72 @@ describe("transcript reader", () => {
   });
 });
 
-describe("self-echo memory", () => {
-  test("keeps the 10 most recent own texts, compared normalised and case-sensitively", () => {
-    const activity = new SessionActivity();
-    const session = { agentId: "main", key: "agent:main:main" };
-    assert.equal(normalizeUserText("  hello \n\t world  "), "hello world");
-    activity.recordOwnText(session, "Deploy  the\nservice");
-    assert.equal(activity.isOwnEcho(session, " Deploy the service "), true);
-    assert.equal(activity.isOwnEcho(session, "deploy the service"), false);
-    assert.equal(activity.isOwnEcho({ agentId: "ops", key: "agent:main:main" }, "Deploy the service"), false);
-    for (let i = 0; i < 10; i++) activity.recordOwnText(session, `text ${i}`);
-    assert.equal(activity.isOwnEcho(session, "Deploy the service"), false, "the 11th most recent is forgotten");
-    assert.equal(activity.isOwnEcho(session, "text 0"), true);
+describe("what gateways report for the monitor, kept in the store", () => {
+  const withActivity = async (body: (activity: SessionActivity, clock: FakeClock, reopen: () => SessionActivity) => Promise<void>) => {
+    const dir = tempDir();
+    const path = join(dir.dir, "activity.db");
+    const clock = new FakeClock();
+    let store = openTestStore(path);
+    try {
+      await body(new SessionActivity(store, clock), clock, () => {
+        store.close();
+        store = openTestStore(path);
+        return new SessionActivity(store, clock);
+      });
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  };
+  const session = { agentId: "main", key: "agent:main:main" };
+
+  test("keeps the 10 most recent own texts, compared normalised and case-sensitively, per session", () =>
+    withActivity(async (activity) => {
+      assert.equal(normalizeUserText("  hello \n\t world  "), "hello world");
+      await activity.recordOwnText(session, "Deploy  the\nservice");
+      let isEcho = await activity.ownEchoTest(session);
+      assert.equal(isEcho(" Deploy the service "), true);
+      assert.equal(isEcho("deploy the service"), false);
+      assert.equal((await activity.ownEchoTest({ agentId: "ops", key: "agent:main:main" }))("Deploy the service"), false);
+      for (let i = 0; i < 10; i++) await activity.recordOwnText(session, `text ${i}`);
+      isEcho = await activity.ownEchoTest(session);
+      assert.equal(isEcho("Deploy the service"), false, "the 11th most recent is forgotten");
+      assert.equal(isEcho("text 0"), true);
+      assert.equal(isEcho("text 9"), true);
+    }));
+
+  test("deleting a session forgets its run flag and own texts", async () => {
+    const dir = tempDir();
+    const store = openTestStore(join(dir.dir, "delete.db"));
+    try {
+      const activity = new SessionActivity(store, new FakeClock());
+      await activity.setRunActive(session, true);
+      await activity.recordOwnText(session, "hello");
+      await store.deleteSession(session);
+      assert.deepEqual(await activity.runState(session), { active: false, starts: 0 });
+      assert.equal((await activity.ownEchoTest(session))("hello"), false);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
   });
+
+  test("a run flag counts runs started, survives a restart, and expires 6 hours after its last report", () =>
+    withActivity(async (activity, clock, reopen) => {
+      assert.deepEqual(await activity.runState(session), { active: false, starts: 0 });
+      await activity.setRunActive(session, true);
+      await activity.recordOwnText(session, "hello");
+      assert.deepEqual(await activity.runState(session), { active: true, starts: 1 });
+      const again = reopen();
+      assert.deepEqual(await again.runState(session), { active: true, starts: 1 }, "a restart keeps the flag");
+      assert.equal((await again.ownEchoTest(session))("hello"), true, "and the own texts");
+      clock.advance(6 * 60 * 60 * 1000 - 1);
+      assert.deepEqual(await again.runState(session), { active: true, starts: 1 });
+      clock.advance(1);
+      assert.deepEqual(await again.runState(session), { active: false, starts: 1 }, "a crashed gateway's flag expires");
+      await again.setRunActive(session, true);
+      assert.deepEqual(await again.runState(session), { active: true, starts: 2 }, "a refresh counts again");
+      await again.setRunActive(session, false);
+      assert.deepEqual(await again.runState(session), { active: false, starts: 2 });
+    }));
 });

@@ -5,7 +5,6 @@ import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Retention } from "../store/retention.js";
 import type { Store } from "../store/store.js";
 import type { AppendOutcome } from "../domain/records.js";
-import type { SessionActivity } from "../upstream/session-activity.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { CallContext } from "../rpc/service-adapter.js";
@@ -21,7 +20,6 @@ export interface SignalLogDeps {
   store: Store;
   clock: Clock;
   retention: Retention;
-  activity: SessionActivity;
   metrics?: Metrics;
   log: Logger;
 }
@@ -30,7 +28,7 @@ export interface SignalLogDeps {
 export const maxBatchAppends = 1000;
 
 /** The SignalLog service: append, session lifecycle and on-demand retention. */
-export function signalLogHandlers({ store, clock, retention, activity, metrics, log }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
+export function signalLogHandlers({ store, clock, retention, metrics, log }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
   /** One append, validated, authorised and stored. */
   const appendOne = async (request: AppendRequest, context: CallContext): Promise<AppendOutcome> => {
     const input = appendInputFromRequest(request, clock.nowMs());
@@ -72,7 +70,6 @@ export function signalLogHandlers({ store, clock, retention, activity, metrics, 
       const session = sessionIdFromRef("session", request.session);
       authorizeAgents(context, [session.agentId]);
       const removed = await store.deleteSession(session);
-      activity.forget(session);
       return removed;
     },
     prune: async (_request, context) => {

@@ -135,7 +135,7 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
     setRunActive: async (request, context) => {
       const session = sessionIdFromRef("session", request.session);
       authorizeAgents(context, [session.agentId]);
-      activity.setRunActive(session, request.active);
+      await activity.setRunActive(session, request.active);
       return {};
     },
     recordOwnUserText: async (request, context) => {
@@ -143,7 +143,7 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
       authorizeAgents(context, [session.agentId]);
       if (normalizeUserText(request.text) === "") throw invalidArgument("text", "is required");
       if (Buffer.byteLength(request.text, "utf8") > maxOwnTextBytes) throw invalidArgument("text", `must be at most ${maxOwnTextBytes} bytes`);
-      activity.recordOwnText(session, request.text);
+      await activity.recordOwnText(session, request.text);
       return {};
     },
     reportRemoteItems: async (request, context) => {

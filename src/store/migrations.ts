@@ -156,4 +156,25 @@ export const migrations: readonly Migration[] = [
   CREATE UNIQUE INDEX events_by_dedupe_key ON events (dedupe_key) WHERE dedupe_key IS NOT NULL;
   `,
   },
+  {
+    sql: `
+  -- What gateways report for the monitor, kept durably like the rest (SPEC §11): whether a run is active
+  -- (a flag not refreshed for 6 hours no longer counts) and the recent own texts, as SHA-256 digests only.
+  CREATE TABLE run_flags (
+    agent_id        TEXT    NOT NULL,
+    session_key     TEXT    NOT NULL,
+    active          INTEGER NOT NULL,
+    starts          INTEGER NOT NULL,
+    refreshed_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, session_key)
+  ) WITHOUT ROWID;
+  CREATE TABLE own_texts (
+    agent_id    TEXT    NOT NULL,
+    session_key TEXT    NOT NULL,
+    position    INTEGER NOT NULL,
+    digest      TEXT    NOT NULL,
+    PRIMARY KEY (agent_id, session_key, position)
+  ) WITHOUT ROWID;
+  `,
+  },
 ];

@@ -113,9 +113,9 @@ export const postgresMigrations: readonly string[] = [
   CREATE TABLE run_flags (
     agent_id       text COLLATE "C" NOT NULL,
     session_key    text COLLATE "C" NOT NULL,
-    active         boolean NOT NULL,
-    starts         int8 NOT NULL,
-    refreshed_at   timestamptz NOT NULL,
+    active          boolean NOT NULL,
+    starts          int8 NOT NULL,
+    refreshed_at_ms int8 NOT NULL,
     PRIMARY KEY (agent_id, session_key)
   );
   `,

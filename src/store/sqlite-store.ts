@@ -16,6 +16,7 @@ import type {
   SessionStatus,
 } from "../domain/records.js";
 import type { SessionId } from "../domain/session-key.js";
+import { runFlagAfter, type RunFlag } from "../domain/session-activity.js";
 import {
   appendNeedsTargetCursors,
   applyAcks,
@@ -28,6 +29,7 @@ import {
   pairChangesOfRemoved,
   watchCursor,
 } from "../domain/write-rules.js";
+import { ActivityTables } from "./activity-tables.js";
 import { CursorTables } from "./cursor-tables.js";
 import { EventTables } from "./event-tables.js";
 import { GroupCommit, type WriteResult } from "./group-commit.js";
@@ -45,6 +47,7 @@ export class SqliteStore implements Store {
   private readonly events: EventTables;
   private readonly cursors: CursorTables;
   private readonly links: LinkTables;
+  private readonly activity: ActivityTables;
   private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
   private readonly groupCommit: GroupCommit;
   private readonly writeTx;
@@ -59,6 +62,7 @@ export class SqliteStore implements Store {
     this.events = new EventTables(db);
     this.cursors = new CursorTables(db);
     this.links = new LinkTables(db);
+    this.activity = new ActivityTables(db);
     this.groupCommit = new GroupCommit(
       db,
       (changes) => this.announce(changes),
@@ -155,6 +159,7 @@ export class SqliteStore implements Store {
       const eventsRemoved = this.events.deleteSession(session);
       const removed = this.cursors.removeOfTarget(session);
       if (isWatcherOf(session.key, session)) removed.push(...this.cursors.removeOfWatcher(session.key));
+      this.activity.removeSession(session);
       const value = { eventsRemoved, cursorsRemoved: removed.length, linkRemoved: this.links.remove(session) };
       return { value, changes: pairChangesOfRemoved(removed) };
     });
@@ -238,6 +243,28 @@ export class SqliteStore implements Store {
       const value = outcome?.recorded === true ? { committed: true, event: outcome.event } : { committed: true };
       return { value, changes: appended?.changes ?? [] };
     });
+  }
+
+  async setRunActive(session: SessionId, active: boolean, nowMs: number): Promise<void> {
+    this.runWrite(() => {
+      this.activity.putRunFlag(session, runFlagAfter(this.activity.runFlag(session), active, nowMs));
+      return { value: undefined, changes: [] };
+    });
+  }
+
+  async runFlag(session: SessionId): Promise<RunFlag | undefined> {
+    return this.activity.runFlag(session);
+  }
+
+  async recordOwnText(session: SessionId, digest: string, keep: number): Promise<void> {
+    this.runWrite(() => {
+      this.activity.addOwnText(session, digest, keep);
+      return { value: undefined, changes: [] };
+    });
+  }
+
+  async ownTextDigests(session: SessionId): Promise<string[]> {
+    return this.activity.ownTextDigests(session);
   }
 
   async countPendingNotices(): Promise<number> {

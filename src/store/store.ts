@@ -1,5 +1,6 @@
 import type { SessionId } from "../domain/session-key.js";
 import type { StoredEvent } from "../domain/event.js";
+import type { RunFlag } from "../domain/session-activity.js";
 import type {
   CursorRecord,
   PairChange,
@@ -30,7 +31,7 @@ export interface Store {
   listSessions(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<SessionHead[]>;
   /** The state version of each session, `undefined` where it has no head; same order as asked. */
   getStateVersions(sessions: readonly SessionId[]): Promise<(number | undefined)[]>;
-  /** Removes a session's events, head, upstream link and cursors in both directions. */
+  /** Removes a session's events, head, upstream link, run flag, own texts and cursors in both directions. */
   deleteSession(session: SessionId): Promise<{ eventsRemoved: number; cursorsRemoved: number; linkRemoved: boolean }>;
   /**
    * Registers `watcherKey` (agent-qualified, not the target itself) on `target` at the target's current
@@ -75,6 +76,14 @@ export interface Store {
    * miss streak and update time); otherwise changes nothing and answers `committed: false`.
    */
   commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }>;
+  /** Records that a run started (`true`) or ended on a session (see domain/session-activity). */
+  setRunActive(session: SessionId, active: boolean, nowMs: number): Promise<void>;
+  /** A session's run flag, if a gateway ever reported one. */
+  runFlag(session: SessionId): Promise<RunFlag | undefined>;
+  /** Adds the digest of a text the gateway sent upstream, keeping the session's newest `keep`. */
+  recordOwnText(session: SessionId, digest: string, keep: number): Promise<void>;
+  /** The session's remembered own-text digests, oldest first. */
+  ownTextDigests(session: SessionId): Promise<string[]>;
   /** How many pairs have a pending notice. */
   countPendingNotices(): Promise<number>;
   /** Runs one bounded retention step. */

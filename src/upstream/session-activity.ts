@@ -1,12 +1,8 @@
 import { createHash } from "node:crypto";
+import type { Clock } from "../clock.js";
+import { isRunActive, ownTextsKept, type RunFlag } from "../domain/session-activity.js";
 import type { SessionId } from "../domain/session-key.js";
-
-/** How many of a session's own upstream texts are remembered for self-echo detection. */
-export const ownTextsKept = 10;
-
-function idOf(session: SessionId): string {
-  return `${session.agentId}\u0000${session.key}`;
-}
+import type { Store } from "../store/store.js";
 
 /** Trims and collapses whitespace runs: the form in which texts are compared. */
 export function normalizeUserText(text: string): string {
@@ -17,57 +13,47 @@ function digest(text: string): string {
   return createHash("sha256").update(normalizeUserText(text), "utf8").digest("hex");
 }
 
+/** A session's run as the monitor sees it at one moment. */
+export interface RunState {
+  /** A reported run is in progress (and its flag was refreshed within 6 hours): leave the session alone. */
+  active: boolean;
+  /** Changes whenever a run starts on the session: compare before and after a scan. */
+  starts: number;
+}
+
 /**
  * What gateways report about sessions in real time: runs in progress (the monitor leaves those sessions
- * alone) and the texts the gateway itself sent upstream (so their echo is not a human turn). Kept in
- * memory; texts only as SHA-256 digests, never as text.
+ * alone) and the texts the gateway itself sent upstream (so their echo is not a human turn). Kept in the
+ * store, so every replica sees what any replica was told; texts only as SHA-256 digests, never as text.
  */
 export class SessionActivity {
-  private readonly activeRuns = new Set<string>();
-  private readonly starts = new Map<string, number>();
-  private readonly ownTexts = new Map<string, string[]>();
+  constructor(
+    private readonly store: Pick<Store, "setRunActive" | "runFlag" | "recordOwnText" | "ownTextDigests">,
+    private readonly clock: Clock,
+  ) {}
 
-  /** Marks a run as started (`true`) or ended on a session. */
-  setRunActive(session: SessionId, active: boolean): void {
-    const id = idOf(session);
-    if (active) {
-      this.activeRuns.add(id);
-      this.starts.set(id, (this.starts.get(id) ?? 0) + 1);
-    } else {
-      this.activeRuns.delete(id);
-    }
+  /** Records that a run started (`true`) or ended on a session. */
+  setRunActive(session: SessionId, active: boolean): Promise<void> {
+    return this.store.setRunActive(session, active, this.clock.nowMs());
   }
 
-  /** True while a run is active on the session. */
-  isRunActive(session: SessionId): boolean {
-    return this.activeRuns.has(idOf(session));
+  /** The session's run state now. */
+  async runState(session: SessionId): Promise<RunState> {
+    const flag: RunFlag | undefined = await this.store.runFlag(session);
+    return { active: isRunActive(flag, this.clock.nowMs()), starts: flag?.starts ?? 0 };
   }
 
-  /** A number that changes whenever a run starts on the session: compare before and after a scan. */
-  runStarts(session: SessionId): number {
-    return this.starts.get(idOf(session)) ?? 0;
+  /** Remembers a text the gateway sent upstream; the 10 most recent per session are kept. */
+  recordOwnText(session: SessionId, text: string): Promise<void> {
+    return this.store.recordOwnText(session, digest(text), ownTextsKept);
   }
 
-  /** Remembers a text the gateway sent upstream; keeps the 10 most recent per session. */
-  recordOwnText(session: SessionId, text: string): void {
-    const id = idOf(session);
-    const texts = this.ownTexts.get(id) ?? [];
-    texts.push(digest(text));
-    if (texts.length > ownTextsKept) texts.splice(0, texts.length - ownTextsKept);
-    this.ownTexts.set(id, texts);
-  }
-
-  /** True when `text`, normalised, equals one of the session's recent own texts (exact, case-sensitive). */
-  isOwnEcho(session: SessionId, text: string): boolean {
-    const texts = this.ownTexts.get(idOf(session));
-    return texts !== undefined && texts.includes(digest(text));
-  }
-
-  /** Forgets a session (after it is deleted). */
-  forget(session: SessionId): void {
-    const id = idOf(session);
-    this.activeRuns.delete(id);
-    this.starts.delete(id);
-    this.ownTexts.delete(id);
+  /**
+   * A test of whether a text, normalised, equals one of the session's recent own texts (exact,
+   * case-sensitive), over the digests remembered now: read once per scan.
+   */
+  async ownEchoTest(session: SessionId): Promise<(text: string) => boolean> {
+    const digests = new Set(await this.store.ownTextDigests(session));
+    return (text) => digests.size > 0 && digests.has(digest(text));
   }
 }

@@ -109,8 +109,9 @@ export class UpstreamMonitor {
     const count = (outcome: string): void => this.metrics?.monitorLinks.inc({ outcome });
     for (const link of await this.store.watchedLinks()) {
       if (this.stopped) break;
-      if (!link.source.startsWith(fileSourcePrefix) || this.activity.isRunActive(link.session)) continue;
+      if (!link.source.startsWith(fileSourcePrefix)) continue;
       try {
+        if ((await this.activity.runState(link.session)).active) continue;
         const outcome = await this.scanLocalLink(link);
         if (outcome === "discarded") {
           count("discarded");
@@ -135,7 +136,8 @@ export class UpstreamMonitor {
   }
 
   private async scanLocalLink(link: LinkRecord): Promise<"discarded" | { recorded: boolean; held: boolean }> {
-    const runStarts = this.activity.runStarts(link.session);
+    const runBefore = await this.activity.runState(link.session);
+    const isOwnEcho = await this.activity.ownEchoTest(link.session);
     const path = link.source.slice(fileSourcePrefix.length);
     const offset = Number(link.marker);
     let finding: ScanFinding;
@@ -151,7 +153,7 @@ export class UpstreamMonitor {
         let newestHumanAtMs = Number.NEGATIVE_INFINITY;
         const read = await readCompleteLines(path, offset, this.settings.maxLineBytes, (line) => {
           const verdict = classifyTranscriptLine(line.toString("utf8"), this.settings.syntheticPrefixes);
-          if (!verdict.human || this.activity.isOwnEcho(link.session, verdict.text)) return;
+          if (!verdict.human || isOwnEcho(verdict.text)) return;
           humanTurns++;
           newestHumanAtMs = Math.max(newestHumanAtMs, verdict.timestampMs ?? info.mtimeMs);
         });
@@ -173,7 +175,8 @@ export class UpstreamMonitor {
       }
     }
     // A run that started while the file was read may have written its own turns: read again next tick.
-    if (this.activity.isRunActive(link.session) || this.activity.runStarts(link.session) !== runStarts) return "discarded";
+    const runAfter = await this.activity.runState(link.session);
+    if (runAfter.active || runAfter.starts !== runBefore.starts) return "discarded";
     const committed = await this.store.commitScan(link, this.commitOf(link, finding));
     if (!committed.committed) return "discarded";
     return { recorded: committed.event !== undefined, held };
@@ -248,7 +251,8 @@ export class UpstreamMonitor {
       throw new ServiceError("FAILED_PRECONDITION", "session: has no paired-node upstream link (adopt it with paired_node first)");
     }
     const newest = items[0];
-    if (newest === undefined || newest.uuid === "" || this.activity.isRunActive(session)) return { humanTurns: 0 };
+    if (newest === undefined || newest.uuid === "" || (await this.activity.runState(session)).active) return { humanTurns: 0 };
+    const isOwnEcho = await this.activity.ownEchoTest(session);
     const seen = items.findIndex((item) => item.uuid === link.marker);
     const fresh = seen === -1 ? items : items.slice(0, seen);
     const nowMs = this.clock.nowMs();
@@ -256,7 +260,7 @@ export class UpstreamMonitor {
       (item) =>
         item.kind === "user_message" &&
         !isSyntheticText(item.text, this.settings.syntheticPrefixes) &&
-        !this.activity.isOwnEcho(session, item.text),
+        !isOwnEcho(item.text),
     );
     const newestHumanAtMs = Math.max(...human.map((item) => item.occurredAtMs ?? nowMs));
     const committed = await this.store.commitScan(

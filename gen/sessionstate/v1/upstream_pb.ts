@@ -613,7 +613,8 @@ export const Upstream: GenService<{
   },
   /**
    * SetRunActive tells the monitor that a run started (active=true) or ended on a session; the monitor
-   * skips sessions with an active run.
+   * skips sessions with an active run. The flag is stored and survives a restart; a run not reported
+   * again for 6 hours no longer counts, so a crashed gateway cannot keep a session busy for ever.
    *
    * @generated from rpc sessionstate.v1.Upstream.SetRunActive
    */
@@ -624,7 +625,7 @@ export const Upstream: GenService<{
   },
   /**
    * RecordOwnUserText remembers a text the gateway itself sent upstream, so its echo is not counted as
-   * a human turn. The 10 most recent texts per session are kept.
+   * a human turn. The 10 most recent texts per session are kept, stored as SHA-256 digests only.
    *
    * @generated from rpc sessionstate.v1.Upstream.RecordOwnUserText
    */
