@@ -30,9 +30,10 @@ function checksum(path: string): string {
   }
 }
 
-/** Methods whose success changes the database (or the monitor's memory). */
+/** Methods whose success changes the database (run flags and own-text digests are stored too). */
 const mutating = new Set([
   "Append", "AppendBatch", "ResetSession", "DeleteSession", "Prune", "Watch", "Unwatch", "AckNotices", "Adopt", "ReportRemoteItems",
+  "SetRunActive", "RecordOwnUserText",
 ]);
 
 let seed = 424242;

@@ -306,7 +306,7 @@ export type RecordOwnUserTextRequest = Message<"sessionstate.v1.RecordOwnUserTex
   session?: SessionRef | undefined;
 
   /**
-   * Required. The text as sent; it is normalised (trimmed, whitespace runs collapsed). Kept in memory only.
+   * Required. The text as sent; it is normalised (trimmed, whitespace runs collapsed). Only its SHA-256 digest is kept.
    *
    * @generated from field: string text = 2;
    */
