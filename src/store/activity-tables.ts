@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type { RunFlag } from "../domain/session-activity.js";
 import type { SessionId } from "../domain/session-key.js";
+import { runFlagFromRow, type RunFlagRow } from "./rows.js";
 
 /** Prepared statements over `run_flags` and `own_texts`. Callers own the transactions. */
 export class ActivityTables {
@@ -14,7 +15,7 @@ export class ActivityTables {
   private readonly deleteTexts;
 
   constructor(db: Database.Database) {
-    this.flag = db.prepare<[string, string], { active: number; starts: number; refreshed_at_ms: number }>(
+    this.flag = db.prepare<[string, string], RunFlagRow>(
       "SELECT active, starts, refreshed_at_ms FROM run_flags WHERE agent_id = ? AND session_key = ?",
     );
     this.putFlag = db.prepare<[string, string, number, number, number]>(
@@ -40,7 +41,7 @@ export class ActivityTables {
 
   runFlag(session: SessionId): RunFlag | undefined {
     const row = this.flag.get(session.agentId, session.key);
-    return row === undefined ? undefined : { active: row.active === 1, starts: row.starts, refreshedAtMs: row.refreshed_at_ms };
+    return row === undefined ? undefined : runFlagFromRow(row);
   }
 
   putRunFlag(session: SessionId, flag: RunFlag): void {

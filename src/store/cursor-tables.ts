@@ -1,30 +1,7 @@
 import type Database from "better-sqlite3";
 import type { SessionId } from "../domain/session-key.js";
 import type { CursorRecord } from "../domain/records.js";
-
-interface CursorRow {
-  watcher_key: string;
-  target_agent_id: string;
-  target_key: string;
-  acked: number;
-  notified: number;
-  material: number;
-  updated_at_ms: number;
-}
-
-function cursorFromRow(row: CursorRow): CursorRecord {
-  return {
-    watcherKey: row.watcher_key,
-    target: { agentId: row.target_agent_id, key: row.target_key },
-    acked: row.acked,
-    notified: row.notified,
-    material: row.material,
-    updatedAtMs: row.updated_at_ms,
-  };
-}
-
-// Every valid key sorts below this, so [prefix, prefix + top) is the range of keys starting with prefix.
-const topCharacter = "\u{10FFFF}";
+import { cursorFromRow, topCharacter, type CursorRow } from "./rows.js";
 
 /** Prepared statements over the `cursors` table. Callers own the transactions. */
 export class CursorTables {

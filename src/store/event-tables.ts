@@ -1,25 +1,8 @@
 import type Database from "better-sqlite3";
-import type { ActorType, EventKind, RunOutcome, StoredEvent } from "../domain/event.js";
+import type { StoredEvent } from "../domain/event.js";
 import type { SessionId } from "../domain/session-key.js";
 import type { EventWire, SessionHead } from "../domain/records.js";
-
-export interface EventRow {
-  sequence: number;
-  agent_id: string;
-  session_key: string;
-  kind: string;
-  actor_type: string;
-  actor_id: string | null;
-  run_id: string | null;
-  summary: string;
-  occurred_at_ms: number;
-  outcome: string | null;
-  channel: string | null;
-  turns: number | null;
-  catalog_id: string | null;
-  host_id: string | null;
-  wire: Buffer;
-}
+import { eventFromRow, headFromRow, type EventRow, type HeadRow } from "./rows.js";
 
 /** An event about to be pruned: its sequence and its session. */
 interface RemovedRow {
@@ -33,48 +16,6 @@ export interface StatusHead {
   stateVersion: number;
   prunedThrough: number;
   earliestSequence: number;
-}
-
-interface HeadRow {
-  agent_id: string;
-  session_key: string;
-  state_version: number;
-  pruned_through: number;
-  updated_at_ms: number;
-  has_upstream: number;
-}
-
-/** Converts a stored row to an event. The columns were written by `insertEvent`, so they are trusted. */
-function eventFromRow(row: EventRow): StoredEvent {
-  const event: StoredEvent = {
-    sequence: row.sequence,
-    agentId: row.agent_id,
-    sessionKey: row.session_key,
-    kind: row.kind as EventKind,
-    actorType: row.actor_type as ActorType,
-    summary: row.summary,
-    occurredAtMs: row.occurred_at_ms,
-    payload: {},
-    wire: row.wire,
-  };
-  if (row.actor_id !== null) event.actorId = row.actor_id;
-  if (row.run_id !== null) event.runId = row.run_id;
-  if (row.outcome !== null) event.payload.outcome = row.outcome as RunOutcome;
-  if (row.channel !== null) event.payload.channel = row.channel;
-  if (row.turns !== null) event.payload.turns = row.turns;
-  if (row.catalog_id !== null) event.payload.catalogId = row.catalog_id;
-  if (row.host_id !== null) event.payload.hostId = row.host_id;
-  return event;
-}
-
-function headFromRow(row: HeadRow): SessionHead {
-  return {
-    session: { agentId: row.agent_id, key: row.session_key },
-    stateVersion: row.state_version,
-    prunedThrough: row.pruned_through,
-    updatedAtMs: row.updated_at_ms,
-    hasUpstream: row.has_upstream === 1,
-  };
 }
 
 const headColumns = `agent_id, session_key, state_version, pruned_through, updated_at_ms,

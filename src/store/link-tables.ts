@@ -1,34 +1,7 @@
 import type Database from "better-sqlite3";
 import type { SessionId } from "../domain/session-key.js";
 import type { LinkRecord } from "../domain/records.js";
-
-interface LinkRow {
-  agent_id: string;
-  session_key: string;
-  catalog_id: string;
-  host_id: string;
-  thread_id: string;
-  source: string;
-  marker: string;
-  missed_checks: number;
-  last_scanned_at_ms: number | null;
-  updated_at_ms: number;
-}
-
-function linkFromRow(row: LinkRow): LinkRecord {
-  const link: LinkRecord = {
-    session: { agentId: row.agent_id, key: row.session_key },
-    catalogId: row.catalog_id,
-    hostId: row.host_id,
-    threadId: row.thread_id,
-    source: row.source,
-    marker: row.marker,
-    missedChecks: row.missed_checks,
-    updatedAtMs: row.updated_at_ms,
-  };
-  if (row.last_scanned_at_ms !== null) link.lastScannedAtMs = row.last_scanned_at_ms;
-  return link;
-}
+import { linkFromRow, type LinkRow } from "./rows.js";
 
 /** Prepared statements over the `upstream_links` table. Callers own the transactions. */
 export class LinkTables {

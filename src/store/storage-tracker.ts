@@ -1,3 +1,5 @@
+import { storeFaultOf } from "./store-errors.js";
+
 /** Learns when storage fills up and frees again, and of every write refused meanwhile. */
 export interface StorageObserver {
   /** Called once per change: `true` when a write was first refused for lack of space, `false` when one commits again. */
@@ -7,7 +9,7 @@ export interface StorageObserver {
 }
 
 /**
- * Follows full storage from the outcome of each write: a refusal for lack of space (SQLITE_FULL) is
+ * Follows full storage from the outcome of each write: a refusal for lack of space (SQLITE_FULL, or PostgreSQL's disk_full) is
  * counted, and the change between full and writable is reported once, not per write.
  */
 export class StorageTracker {
@@ -18,7 +20,7 @@ export class StorageTracker {
   /** Records one write's outcome: `undefined` when it committed, else its error. */
   observe(error: unknown): void {
     if (this.observer === undefined) return;
-    if ((error as { code?: unknown } | null)?.code === "SQLITE_FULL") {
+    if (storeFaultOf(error) === "full") {
       this.observer.refused();
       if (!this.full) {
         this.full = true;

@@ -1,0 +1,43 @@
+/**
+ * What a storage fault means for a caller, whichever backend raised it: the one place that reads
+ * SQLite's result codes and PostgreSQL's SQLSTATEs and the driver's connection errors.
+ */
+export type StoreFault =
+  /** Another writer holds what is needed; retrying soon is fine. */
+  | "busy"
+  /** No space left: the write was not recorded. */
+  | "full"
+  /** The database cannot be reached or failed to do I/O; retry later, perhaps elsewhere. */
+  | "unavailable";
+
+/** postgres.js's own errors when a connection is lost or cannot be made. */
+const driverConnectionCodes = new Set([
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOENT",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+]);
+
+/** The fault a thrown storage error stands for; `undefined` for anything else (a defect). */
+export function storeFaultOf(error: unknown): StoreFault | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return undefined;
+  if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") return "busy";
+  if (code === "SQLITE_FULL") return "full";
+  if (code.startsWith("SQLITE_IOERR")) return "unavailable";
+  if (driverConnectionCodes.has(code)) return "unavailable";
+  if (/^[0-9A-Z]{5}$/u.test(code)) {
+    // SQLSTATE classes: 08 connection, 57P admin shutdown and crash recovery, 53 insufficient resources.
+    if (code === "53100") return "full";
+    if (code.startsWith("08") || code.startsWith("57P") || code.startsWith("53")) return "unavailable";
+    // Lock or statement timeouts, serialization failures and deadlocks: the write can be retried.
+    if (code === "55P03" || code === "57014" || code === "40001" || code === "40P01") return "busy";
+  }
+  return undefined;
+}
