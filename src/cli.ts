@@ -126,7 +126,10 @@ async function serve(args: readonly string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => {
-    process.exitCode = code;
+    // Exit now rather than when the event loop drains: after a database restart, postgres.js's LISTEN
+    // connection can reconnect itself during shutdown and would keep a stopped server alive for ever.
+    // Everything is closed and logged by now (standard output and error are synchronous here).
+    process.exit(code);
   },
   (err: unknown) => {
     process.stderr.write(`sessionstate: ${(err as Error).stack ?? String(err)}\n`);

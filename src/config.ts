@@ -1,15 +1,22 @@
 import { readFileSync, realpathSync, statSync } from "node:fs";
+import { hostname } from "node:os";
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
 import { logLevels, type LogLevel } from "./logger.js";
 import type { Durability } from "./store/open-database.js";
+import { isValidSchemaName } from "./store/postgres-schema.js";
+import { isPostgresUrl, parsePostgresUrl } from "./store/postgres-url.js";
 import { TokenRegistry } from "./rpc/tokens.js";
 import { defaultSyntheticPrefixes } from "./upstream/transcript-classifier.js";
 
 /** Every setting of `sessionstate serve`. */
 export interface Config {
-  /** Path of the SQLite database file. */
+  /** Path of the SQLite database file, or a PostgreSQL URL (`postgres://`, `postgresql://`) for replicas. */
   dbPath: string;
+  /** PostgreSQL only: the schema that holds the tables (created if missing). */
+  dbSchema: string;
+  /** This replica's identity for local transcript links and job leases (default: the host name). */
+  nodeId: string;
   /** Address to listen on; port 0 picks a free port. */
   listenHost: string;
   listenPort: number;
@@ -19,6 +26,8 @@ export interface Config {
   retentionDays: number;
   /** The log keeps at most this many events, the newest. */
   maxEvents: number;
+  /** Retention runs at start-up and then this often (on one replica at a time). */
+  pruneIntervalMs: number;
   logLevel: LogLevel;
   /** Real path of the folder local transcripts must live in; undefined turns local adoption off. */
   transcriptRoot: string | undefined;
@@ -46,11 +55,14 @@ export interface Config {
 /** The defaults: a database under ./data, loopback only. */
 export const defaultConfig: Readonly<Config> = {
   dbPath: "./data/sessionstate.db",
+  dbSchema: "sessionstate",
+  nodeId: hostname(),
   listenHost: "127.0.0.1",
   listenPort: 50051,
   durability: "normal",
   retentionDays: 30,
   maxEvents: 50_000,
+  pruneIntervalMs: 60 * 60 * 1000,
   logLevel: "info",
   transcriptRoot: undefined,
   monitorIntervalMs: 60_000,
@@ -75,10 +87,13 @@ export class ConfigError extends Error {
 
 const settings = {
   db: { env: "SESSIONSTATE_DB" },
+  "db-schema": { env: "SESSIONSTATE_DB_SCHEMA" },
+  "node-id": { env: "SESSIONSTATE_NODE_ID" },
   listen: { env: "SESSIONSTATE_LISTEN" },
   durability: { env: "SESSIONSTATE_DURABILITY" },
   "retention-days": { env: "SESSIONSTATE_RETENTION_DAYS" },
   "max-events": { env: "SESSIONSTATE_MAX_EVENTS" },
+  "prune-interval-ms": { env: "SESSIONSTATE_PRUNE_INTERVAL_MS" },
   "log-level": { env: "SESSIONSTATE_LOG_LEVEL" },
   "transcript-root": { env: "SESSIONSTATE_TRANSCRIPT_ROOT" },
   "monitor-interval-ms": { env: "SESSIONSTATE_MONITOR_INTERVAL_MS" },
@@ -155,11 +170,14 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
 
   const config: Config = {
     dbPath: raw("db")?.value ?? defaultConfig.dbPath,
+    dbSchema: raw("db-schema")?.value ?? defaultConfig.dbSchema,
+    nodeId: raw("node-id")?.value.trim() ?? defaultConfig.nodeId,
     listenHost: defaultConfig.listenHost,
     listenPort: defaultConfig.listenPort,
     durability: choice<Durability>("durability", defaultConfig.durability, ["normal", "full"]),
     retentionDays: integer("retention-days", defaultConfig.retentionDays, 1, 36_500),
     maxEvents: integer("max-events", defaultConfig.maxEvents, 1, 1_000_000_000),
+    pruneIntervalMs: integer("prune-interval-ms", defaultConfig.pruneIntervalMs, 1000, 7 * 86_400_000),
     logLevel: choice<LogLevel>("log-level", defaultConfig.logLevel, logLevels),
     transcriptRoot: undefined,
     monitorIntervalMs: integer("monitor-interval-ms", defaultConfig.monitorIntervalMs, 100, 86_400_000),
@@ -234,6 +252,19 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
     else [config.listenHost, config.listenPort] = [address.host, address.port];
   }
   if (config.dbPath.trim() === "") problems.push("--db: must not be empty");
+  if (isPostgresUrl(config.dbPath)) {
+    try {
+      parsePostgresUrl(config.dbPath);
+    } catch (err) {
+      problems.push(`--db: ${(err as Error).message}`);
+    }
+  }
+  if (!isValidSchemaName(config.dbSchema)) {
+    problems.push(`--db-schema: must be a lower-case SQL identifier of at most 63 characters (got "${config.dbSchema}")`);
+  }
+  if (config.nodeId === "" || config.nodeId.length > 255 || /[\u0000-\u001f\u007f]/u.test(config.nodeId)) {
+    problems.push("--node-id: must be 1 to 255 characters without control characters");
+  }
   if (!isLoopbackHost(config.listenHost) && !config.insecureBind && (config.tls === undefined || config.tokensFile === undefined)) {
     problems.push(
       `--listen: ${config.listenHost} is not a loopback address, so it needs TLS (--tls-cert, --tls-key) and authentication (--tokens-file); --insecure-bind overrides this`,

@@ -1,4 +1,3 @@
-import { stat } from "node:fs/promises";
 import { createServer, type Server as HttpServer } from "node:http";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { status as GrpcStatus } from "@grpc/grpc-js";
@@ -7,7 +6,8 @@ import { status as GrpcStatus } from "@grpc/grpc-js";
 export interface MetricsSources {
   openStreams(): number;
   pendingNotices(): Promise<number>;
-  databasePath: string;
+  /** The size of the stored state by file: SQLite's `db` and `wal`, PostgreSQL's schema as `db`. */
+  databaseBytes(): Promise<ReadonlyArray<readonly [file: string, bytes: number]>>;
 }
 
 /**
@@ -105,16 +105,11 @@ export class Metrics {
     });
     new Gauge({
       name: "sessionstate_database_bytes",
-      help: "Size of the database files, by file (db, wal).",
+      help: "Size of the stored state, by file (SQLite: db, wal; PostgreSQL: db, the schema's tables and indexes).",
       labelNames: ["file"] as const,
       registers: [registry],
       async collect() {
-        for (const [file, path] of [
-          ["db", sources.databasePath],
-          ["wal", `${sources.databasePath}-wal`],
-        ] as const) {
-          this.set({ file }, await stat(path).then((info) => info.size, () => 0));
-        }
+        for (const [file, bytes] of await sources.databaseBytes()) this.set({ file }, bytes);
       },
     });
     collectDefaultMetrics({ register: registry, prefix: "sessionstate_" });

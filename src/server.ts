@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { Server, ServerCredentials } from "@grpc/grpc-js";
 import { file_grpc_health_v1_health, Health } from "../gen/grpc/health/v1/health_pb.js";
 import { file_sessionstate_v1_reconcile, Reconcile } from "../gen/sessionstate/v1/reconcile_pb.js";
@@ -19,16 +20,22 @@ import { signalLogHandlers } from "./services/signal-log.js";
 import { upstreamHandlers } from "./services/upstream.js";
 import { watchHandlers } from "./services/watch.js";
 import { Retention } from "./store/retention.js";
+import { PostgresStore } from "./store/postgres-store.js";
+import { isPostgresUrl, parsePostgresUrl, redactPostgresUrl } from "./store/postgres-url.js";
 import { SqliteStore } from "./store/sqlite-store.js";
+import type { StorageObserver } from "./store/storage-tracker.js";
+import type { Store } from "./store/store.js";
 import { SessionActivity } from "./upstream/session-activity.js";
 import { UpstreamMonitor } from "./upstream/upstream-monitor.js";
 
 const dayMs = 24 * 60 * 60 * 1000;
-const pruneIntervalMs = 60 * 60 * 1000;
 const pruneRowsPerStep = 2000;
 const firstMonitorTickMs = 15_000;
 /** How long shutdown waits for calls in flight before cutting connections. */
 const shutdownGraceMs = 5000;
+/** How often a replica checks that PostgreSQL answers (health follows), and how long it waits. */
+const databaseProbeIntervalMs = 1000;
+const databaseProbeTimeoutMs = 2000;
 
 /** A running server. Whoever started it must `close()` it. */
 export interface RunningServer {
@@ -51,7 +58,7 @@ export interface ServerOptions {
   logger: Logger;
   clock?: Clock;
   /** For tests: called with the store once it is open. */
-  onStoreOpened?: (store: SqliteStore) => void;
+  onStoreOpened?: (store: Store) => void;
 }
 
 function credentialsOf(config: Config): ServerCredentials {
@@ -73,20 +80,36 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   const tokens = config.tokensFile === undefined ? undefined : new TokenRegistry(config.tokensFile);
   const storeLog = logger.child({ component: "store" });
   let metrics: Metrics | undefined;
-  const store = SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, {
+  const storage: StorageObserver = {
     fullChanged: (full) => {
       metrics?.storageFull.set(full ? 1 : 0);
       if (full) storeLog.error("storage is full: writes are refused until space is freed");
       else storeLog.info("storage is writable again");
     },
     refused: () => metrics?.storageRefusals.inc(),
-  });
+  };
+  const postgres = isPostgresUrl(config.dbPath)
+    ? await PostgresStore.open({
+        target: parsePostgresUrl(config.dbPath),
+        schema: config.dbSchema,
+        durability: config.durability,
+        nodeId: config.nodeId,
+        encodeEvent: encodeStateEvent,
+        nowMs: () => clock.nowMs(),
+        onFeedError: (err) => storeLog.warn({ err }, "reading other replicas' changes failed; retrying"),
+      })
+    : undefined;
+  const sqlite = postgres === undefined ? SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, storage) : undefined;
+  const store: Store = postgres ?? sqlite!;
+  const dbDescription = postgres === undefined ? config.dbPath : `${redactPostgresUrl(config.dbPath)} schema ${config.dbSchema}`;
   onStoreOpened?.(store);
+  // Jobs that run on one replica at a time hold a lease; this process is one holder.
+  const leaseHolder = `${config.nodeId}/${process.pid}/${randomUUID()}`;
   let edge: RpcEdge | undefined;
   metrics = new Metrics({
     openStreams: () => edge?.openStreams ?? 0,
     pendingNotices: () => store.countPendingNotices(),
-    databasePath: config.dbPath,
+    databaseBytes: () => (postgres ?? sqlite!).databaseBytes(),
   });
   const retention = new Retention(
     store,
@@ -94,6 +117,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     { retentionMs: config.retentionDays * dayMs, maxEvents: config.maxEvents, maxRowsPerStep: pruneRowsPerStep },
     logger.child({ component: "retention" }),
     metrics,
+    () => store.tryLease("retention", leaseHolder, 2 * config.pruneIntervalMs),
   );
   const hub = new NoticeHub(store, logger.child({ component: "notices" }), metrics);
   hub.start();
@@ -110,6 +134,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     },
     logger.child({ component: "upstream" }),
     metrics,
+    () => store.tryLease(`monitor:${config.nodeId}`, leaseHolder, 3 * config.monitorIntervalMs),
   );
   const server = new Server({
     // Find dead peers: ping after a minute of silence, give up after 20 s without an answer.
@@ -167,13 +192,34 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     );
   }
   health.setServing(true);
-  retention.start(pruneIntervalMs);
+  // On PostgreSQL health follows the database: NOT_SERVING while it does not answer, SERVING once it does.
+  let probe: NodeJS.Timeout | undefined;
+  if (postgres !== undefined) {
+    let probing = false;
+    let reachable = true;
+    probe = setInterval(() => {
+      if (probing) return;
+      probing = true;
+      void postgres.isReachable(databaseProbeTimeoutMs).then((now) => {
+        probing = false;
+        if (now === reachable) return;
+        reachable = now;
+        health.setServing(now);
+        if (now) log.info("database reachable again: serving");
+        else log.error("database unreachable: not serving");
+      });
+    }, databaseProbeIntervalMs);
+    probe.unref();
+  }
+  // Events past retention are gone before the first call is answered.
+  await retention.start(config.pruneIntervalMs);
   monitor.start();
   const address = formatHostPort(config.listenHost, port);
   log.info(
     {
       address,
-      db: config.dbPath,
+      db: dbDescription,
+      nodeId: config.nodeId,
       durability: config.durability,
       tls: config.tls === undefined ? "off" : config.tls.clientCaPem === undefined ? "on" : "mutual",
       auth: tokens === undefined ? "off" : "tokens",
@@ -184,6 +230,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
 
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
+    if (probe !== undefined) clearInterval(probe);
     health.setServing(false);
     edge.shutDownCalls();
     await new Promise<void>((resolve) => {
@@ -201,6 +248,8 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     hub.stop();
     await monitor.stop();
     await retention.stop();
+    // Another replica may take this one's jobs at once rather than after the leases expire.
+    await postgres?.releaseLeases(leaseHolder).catch((err: unknown) => log.warn({ err }, "releasing job leases failed"));
     if (metricsServer !== undefined) {
       const http = metricsServer.server;
       await new Promise<void>((resolve) => {

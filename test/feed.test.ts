@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { setImmediate as tick } from "node:timers/promises";
 import type { AppendInput, LinkRecord, PairChange } from "../src/domain/records.js";
 import type { SessionId } from "../src/domain/session-key.js";
 import { createLogger } from "../src/logger.js";
 import { NoticeHub, type NoticeStreamItem } from "../src/notices/notice-hub.js";
-import type { SqliteStore } from "../src/store/sqlite-store.js";
-import { openTestStore, storeAppend, tempDir } from "./helpers.js";
+import type { Store } from "../src/store/store.js";
+import { onBackend, openBehaviourStore, skipBackend } from "./backend.js";
+import { storeAppend, tempDir } from "./helpers.js";
 
 const worker: SessionId = { agentId: "ops", key: "agent:ops:worker" };
 const boss = "agent:main:boss";
@@ -16,7 +16,7 @@ const other = "agent:main:other";
 const humanTurn = (nowMs = 1): AppendInput => storeAppend(worker.key, nowMs, "human_direct_message");
 
 /** The feed of a store, collected: every announcement, as "watcher -> target" strings. */
-function recordFeed(store: SqliteStore): { take(): string[] } {
+function recordFeed(store: Store): { take(): string[] } {
   let seen: PairChange[] = [];
   store.onPairChanges((changes) => seen.push(...changes));
   return {
@@ -28,14 +28,23 @@ function recordFeed(store: SqliteStore): { take(): string[] } {
   };
 }
 
-describe("the store's feed names every pair whose pending notice opened, changed or closed", () => {
+/** Resolves once `done()` holds; fails after two seconds. */
+async function until(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 2000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for the hub");
+    await tick();
+  }
+}
+
+describe(onBackend("the store's feed names every pair whose pending notice opened, changed or closed"), { skip: skipBackend }, () => {
   let dir: ReturnType<typeof tempDir>;
-  let store: SqliteStore;
+  let store: Store;
   let feed: ReturnType<typeof recordFeed>;
 
   beforeEach(async () => {
     dir = tempDir();
-    store = openTestStore(join(dir.dir, "feed.db"));
+    store = (await openBehaviourStore(dir.dir)).store;
     feed = recordFeed(store);
     await store.watch(boss, worker, 1);
     await store.watch(other, worker, 1);
@@ -131,10 +140,10 @@ describe("the store's feed names every pair whose pending notice opened, changed
   });
 });
 
-describe("the notice hub and closed pairs", () => {
+describe(onBackend("the notice hub and closed pairs"), { skip: skipBackend }, () => {
   test("the hub forgets a pair's sent notice when the pair is deleted, reset or unwatched", async () => {
     const dir = tempDir();
-    const store = openTestStore(join(dir.dir, "hub-release.db"));
+    const { store } = await openBehaviourStore(dir.dir);
     const hub = new NoticeHub(store, createLogger("silent"));
     hub.start();
     const abort = new AbortController();
@@ -148,18 +157,14 @@ describe("the notice hub and closed pairs", () => {
       const targets = ["agent:ops:a", "agent:ops:b", "agent:ops:c"].map((key) => ({ agentId: "ops", key }));
       for (const target of targets) await store.watch(boss, target, 1);
       for (const target of targets) await store.append(storeAppend(target.key, 1, "human_direct_message"));
-      while (received.filter((item) => "notice" in item).length < 3) await tick();
+      await until(() => received.filter((item) => "notice" in item).length === 3);
       assert.equal(hub.rememberedPairs, 3);
 
       await store.deleteSession(targets[0]!);
       await store.unwatch(boss, targets[1]!);
-      while (hub.queuedPairs > 0) await tick();
-      await tick();
-      assert.equal(hub.rememberedPairs, 1);
+      await until(() => hub.rememberedPairs === 1);
       await store.resetWatcher(boss);
-      while (hub.queuedPairs > 0) await tick();
-      await tick();
-      assert.equal(hub.rememberedPairs, 0);
+      await until(() => hub.rememberedPairs === 0);
       abort.abort();
       await serving;
     } finally {

@@ -23,6 +23,8 @@ import type { AppendInput as StoreAppendInput } from "../src/domain/records.js";
 import { defaultConfig, type Config } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { startServer, type RunningServer } from "../src/server.js";
+import type { Store } from "../src/store/store.js";
+import { testDatabase } from "./backend.js";
 
 export { status };
 
@@ -189,13 +191,14 @@ export interface TestServer extends Clients {
 export async function startTestServer(
   overrides: Partial<Config> = {},
   shared?: { clock: FakeClock; dir: { dir: string; remove: () => void } },
-  onStoreOpened?: (store: SqliteStore) => void,
+  onStoreOpened?: (store: Store) => void,
 ): Promise<TestServer> {
   const clock = shared?.clock ?? new FakeClock();
   const dir = shared?.dir ?? tempDir();
   const config: Config = {
     ...defaultConfig,
-    dbPath: join(dir.dir, "sessionstate.db"),
+    // A test that names its own SQLite file keeps it; otherwise the state lives on the test backend.
+    ...(overrides.dbPath === undefined ? testDatabase(dir.dir) : {}),
     listenHost: "127.0.0.1",
     listenPort: 0,
     logLevel: "silent",
@@ -218,7 +221,10 @@ export async function startTestServer(
     stop,
     restart: async ({ samePort = false } = {}) => {
       await stop();
-      return startTestServer({ ...overrides, dbPath: config.dbPath, ...(samePort ? { listenPort: server.port } : {}) }, { clock, dir });
+      return startTestServer(
+        { ...overrides, dbPath: config.dbPath, dbSchema: config.dbSchema, ...(samePort ? { listenPort: server.port } : {}) },
+        { clock, dir },
+      );
     },
     dispose: async () => {
       // A test must end its own streams; a cancel may still be on its way to the server, so wait a little.

@@ -21,7 +21,7 @@ describe("full storage", () => {
     let store: SqliteStore | undefined;
     const server = await startServer(
       { ...defaultConfig, dbPath: join(dir.dir, "full.db"), listenHost: "127.0.0.1", listenPort: 0, metricsListen: { host: "127.0.0.1", port: 0 } },
-      { logger: createLogger("info", sink), onStoreOpened: (opened) => (store = opened) },
+      { logger: createLogger("info", sink), onStoreOpened: (opened) => (store = opened as SqliteStore) },
     );
     const clients = connect(server.address);
     const metric = async (name: string): Promise<string | undefined> => {

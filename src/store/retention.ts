@@ -34,16 +34,24 @@ export class Retention {
     private readonly settings: RetentionSettings,
     private readonly log: Logger,
     private readonly metrics?: Metrics,
+    /** For timer-driven runs: true while this replica may run retention (one replica at a time). */
+    private readonly mayRun: () => Promise<boolean> = async () => true,
   ) {}
 
-  /** Runs once now (in the background) and then every `intervalMs`. The timer does not keep the process alive. */
-  start(intervalMs: number): void {
-    const runInBackground = (): void => {
-      this.runNow().catch((err: unknown) => this.log.error({ err }, "retention run failed"));
-    };
-    runInBackground();
-    this.timer = setInterval(runInBackground, intervalMs);
+  /**
+   * Runs once now and then every `intervalMs`, each time only if `mayRun` says so; resolves when the
+   * first run is over (a failure is logged, not thrown). The timer does not keep the process alive.
+   */
+  start(intervalMs: number): Promise<void> {
+    const run = (): Promise<void> =>
+      this.mayRun()
+        .then(async (may) => {
+          if (may) await this.runNow();
+        })
+        .catch((err: unknown) => this.log.error({ err }, "retention run failed"));
+    this.timer = setInterval(() => void run(), intervalMs);
     this.timer.unref();
+    return run();
   }
 
   /** Runs retention to completion (after any run in progress) and reports what it removed. */

@@ -1,3 +1,4 @@
+import { stat } from "node:fs/promises";
 import type Database from "better-sqlite3";
 import type { EventEncoder, StoredEvent } from "../domain/event.js";
 import type {
@@ -271,6 +272,11 @@ export class SqliteStore implements Store {
     return this.cursors.countPending();
   }
 
+  /** Always true: this process owns the database file, so no other process runs its jobs. */
+  async tryLease(): Promise<boolean> {
+    return true;
+  }
+
   async pruneStep(policy: RetentionPolicy): Promise<PruneStep> {
     return this.runWrite(() => {
       const eventsRemoved = this.events.pruneEvents(policy.cutoffMs, policy.maxEvents, policy.maxRowsPerStep);
@@ -286,6 +292,15 @@ export class SqliteStore implements Store {
    */
   limitPages(pages: number | undefined): number {
     return this.db.pragma(`max_page_count = ${pages ?? 4294967294}`, { simple: true }) as number;
+  }
+
+  /** The size of the database file and of its write-ahead log (0 for a file that does not exist). */
+  async databaseBytes(): Promise<[string, number][]> {
+    const size = (path: string): Promise<number> => stat(path).then((info) => info.size, () => 0);
+    return [
+      ["db", await size(this.db.name)],
+      ["wal", await size(`${this.db.name}-wal`)],
+    ];
   }
 
   /** Runs SQLite's integrity check; "ok" when the file is sound. */

@@ -86,6 +86,11 @@ export interface Store {
   ownTextDigests(session: SessionId): Promise<string[]>;
   /** How many pairs have a pending notice. */
   countPendingNotices(): Promise<number>;
+  /**
+   * Takes or renews the lease of `job` (a job that runs on one replica at a time) for `holder` for
+   * `ttlMs`; true while `holder` holds it. A lease not renewed in time passes to the next who asks.
+   */
+  tryLease(job: string, holder: string, ttlMs: number): Promise<boolean>;
   /** Runs one bounded retention step. */
   pruneStep(policy: RetentionPolicy): Promise<PruneStep>;
   /** Closes the store, checkpointing its journal. */

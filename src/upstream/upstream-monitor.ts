@@ -74,13 +74,16 @@ export class UpstreamMonitor {
     private readonly settings: MonitorSettings,
     private readonly log: Logger,
     private readonly metrics?: Metrics,
+    /** For timer-driven ticks: true while this replica may scan its node's links (one replica at a time). */
+    private readonly mayRun: () => Promise<boolean> = async () => true,
   ) {}
 
   /** Starts the timer. Timers never keep the process alive. */
   start(): void {
     const schedule = (delayMs: number): void => {
       this.timer = setTimeout(() => {
-        this.tick()
+        this.mayRun()
+          .then((may) => (may ? this.tick() : undefined))
           .catch((err: unknown) => this.log.error({ err }, "monitor tick failed"))
           .finally(() => {
             if (!this.stopped) schedule(this.settings.tickIntervalMs);

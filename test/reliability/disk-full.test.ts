@@ -9,7 +9,7 @@ const C = "agent:main:subagent:child";
 describe("disk full", () => {
   test("appends fail with RESOURCE_EXHAUSTED, reads go on, nothing is damaged, and writes resume without a restart", async () => {
     let store: SqliteStore | undefined;
-    const t = await startTestServer({}, undefined, (opened) => (store = opened));
+    const t = await startTestServer({}, undefined, (opened) => (store = opened as SqliteStore));
     try {
       await t.watch.watch({ watcherSessionKey: W, target: { key: C } });
       for (let i = 0; i < 50; i++) await t.signalLog.append(human(C, { summary: `before ${i}` }));

@@ -1,0 +1,585 @@
+import type { Sql } from "postgres";
+import type { EventEncoder, StoredEvent } from "../domain/event.js";
+import type {
+  AckInput,
+  AckOutcome,
+  AdoptInput,
+  AppendInput,
+  AppendOutcome,
+  CursorRecord,
+  LinkRecord,
+  PairChange,
+  PruneStep,
+  RetentionPolicy,
+  ScanCommit,
+  SessionHead,
+  SessionStatus,
+} from "../domain/records.js";
+import type { SessionId } from "../domain/session-key.js";
+import { runFlagAfter, type RunFlag } from "../domain/session-activity.js";
+import {
+  appendNeedsTargetCursors,
+  applyAcks,
+  cursorEffectsOfEvent,
+  eventOfAppend,
+  isAppendGated,
+  isScanCurrent,
+  isWatcherOf,
+  linkOfAdoption,
+  pairChangesOfRemoved,
+  watchCursor,
+} from "../domain/write-rules.js";
+import type { Durability } from "./open-database.js";
+import type { WriteResult } from "./group-commit.js";
+import { connectPostgres } from "./postgres-connection.js";
+import { PairChangeFeed } from "./postgres-feed.js";
+import { migratePostgres } from "./postgres-schema.js";
+import type { PostgresTarget } from "./postgres-url.js";
+import { PgGroupCommit, type PgWriteContext } from "./postgres-writes.js";
+import {
+  cursorFromRow,
+  eventFromRow,
+  headFromRow,
+  linkFromRow,
+  runFlagFromRow,
+  topCharacter,
+  type CursorRow,
+  type EventRow,
+  type HeadRow,
+  type LinkRow,
+  type RunFlagRow,
+} from "./rows.js";
+import type { Store } from "./store.js";
+
+/** How long the feed's rows are kept: a replica away for longer resynchronises its subscribers instead. */
+const pairChangesKeptMs = 60 * 60 * 1000;
+
+/** Where a PostgreSQL store connects, and who this replica is. */
+export interface PostgresStoreOptions {
+  target: PostgresTarget;
+  /** The schema holding the tables; created or migrated on open. */
+  schema: string;
+  durability: Durability;
+  /** The replica's node id: local transcript links belong to the node that adopted them. */
+  nodeId: string;
+  encodeEvent: EventEncoder;
+  nowMs: () => number;
+  /** Told when the feed catches up after a gap it could not read (e.g. the feed rows were pruned). */
+  onFeedError?: (error: unknown) => void;
+}
+
+const eventColumns = `e.sequence, h.agent_id, h.session_key, e.kind, e.actor_type, e.actor_id, e.run_id, e.summary,
+  e.occurred_at_ms, e.outcome, e.channel, e.turns, e.catalog_id, e.host_id, e.wire`;
+
+/**
+ * The PostgreSQL backend (SPEC §11): any number of replicas share one schema. SQL and transactions only;
+ * every decision is a rule of domain/write-rules, as in SqliteStore. Writes are group-committed under
+ * the clock row lock (store/postgres-writes); single-statement reads see one snapshot, and since commit
+ * order is sequence order, every snapshot holds a gap-free prefix of the log. Pair changes reach this
+ * replica's listeners at once after a local commit, and from other replicas through LISTEN/NOTIFY
+ * plus a catch-up read (store/postgres-feed).
+ */
+export class PostgresStore implements Store {
+  private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
+  private readonly writes: PgGroupCommit;
+  private readonly feed: PairChangeFeed;
+
+  private constructor(
+    private readonly sql: Sql,
+    private readonly options: PostgresStoreOptions,
+    firstChangeSeq: number,
+  ) {
+    const channel = `sessionstate_${options.schema}`;
+    this.feed = new PairChangeFeed(sql, channel, firstChangeSeq, (changes) => this.announce(changes));
+    this.writes = new PgGroupCommit(
+      sql,
+      channel,
+      (changes, changeSeq) => {
+        this.feed.markOwn(changeSeq);
+        this.announce(changes);
+      },
+      options.nowMs,
+    );
+  }
+
+  /** Connects, creates or migrates the schema, and starts listening for other replicas' changes. Close it. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const sql = connectPostgres(options.target, options.schema, options.durability);
+    try {
+      await migratePostgres(sql, options.schema);
+      const [clock] = await sql<{ change_seq: number }[]>`SELECT change_seq FROM clock WHERE id = 1`;
+      const store = new PostgresStore(sql, options, clock!.change_seq);
+      await store.feed.start();
+      return store;
+    } catch (error) {
+      await sql.end({ timeout: 1 });
+      throw error;
+    }
+  }
+
+  private announce(changes: readonly PairChange[]): void {
+    if (changes.length === 0) return;
+    for (const listener of this.listeners) listener(changes);
+  }
+
+  onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Runs one write in a transaction of its own kind (group-committed with whatever else is queued). */
+  private runWrite<T>(write: (ctx: PgWriteContext) => Promise<WriteResult<T>>): Promise<T> {
+    return this.writes.enqueue(write);
+  }
+
+  // ---- reads and writes of rows, inside a write transaction ----
+
+  private async cursor(ctx: PgWriteContext, watcherKey: string, target: SessionId): Promise<CursorRecord | undefined> {
+    const [row] = await ctx.tx<CursorRow[]>`
+      SELECT * FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`;
+    return row === undefined ? undefined : cursorFromRow(row);
+  }
+
+  private putCursors(ctx: PgWriteContext, cursors: readonly CursorRecord[]): void {
+    if (cursors.length === 0) return;
+    const column = <T>(pick: (c: CursorRecord) => T): T[] => cursors.map(pick);
+    ctx.send(ctx.tx`
+      INSERT INTO cursors (watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
+      SELECT * FROM unnest(${column((c) => c.watcherKey)}::text[], ${column((c) => c.target.agentId)}::text[],
+        ${column((c) => c.target.key)}::text[], ${column((c) => c.acked)}::int8[], ${column((c) => c.notified)}::int8[],
+        ${column((c) => c.material)}::int8[], ${column((c) => c.updatedAtMs)}::int8[])
+      ON CONFLICT (watcher_key, target_agent_id, target_key) DO UPDATE
+      SET acked = excluded.acked, notified = excluded.notified, material = excluded.material, updated_at_ms = excluded.updated_at_ms`);
+  }
+
+  private async versionOf(ctx: PgWriteContext, session: SessionId): Promise<number> {
+    const [row] = await ctx.tx<{ state_version: number }[]>`
+      SELECT state_version FROM heads WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`;
+    return row?.state_version ?? 0;
+  }
+
+  private async linkIn(ctx: PgWriteContext, session: SessionId): Promise<LinkRecord | undefined> {
+    const [row] = await ctx.tx<LinkRow[]>`
+      SELECT * FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`;
+    return row === undefined ? undefined : linkFromRow(row);
+  }
+
+  private removeLink(ctx: PgWriteContext, session: SessionId): Promise<boolean> {
+    return ctx.tx`DELETE FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`.then(
+      (result) => result.count > 0,
+    );
+  }
+
+  private async appendIn(ctx: PgWriteContext, input: AppendInput): Promise<WriteResult<AppendOutcome>> {
+    const { tx } = ctx;
+    if (input.dedupeKey !== undefined) {
+      const [row] = await tx<(EventRow & { state_version: number })[]>`
+        SELECT ${tx.unsafe(eventColumns)}, h.state_version
+        FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ${input.dedupeKey}`;
+      if (row !== undefined) {
+        const value = { recorded: true, deduplicated: true, event: eventFromRow(row), stateVersion: row.state_version, noticesOpened: 0 } as const;
+        return { value, changes: [] };
+      }
+    }
+    const cursorsOnTarget = appendNeedsTargetCursors(input)
+      ? (
+          await tx<CursorRow[]>`
+            SELECT * FROM cursors WHERE target_agent_id = ${input.session.agentId} AND target_key = ${input.session.key}`
+        ).map(cursorFromRow)
+      : [];
+    if (isAppendGated(input, cursorsOnTarget)) {
+      return { value: { recorded: false, stateVersion: await this.versionOf(ctx, input.session) }, changes: [] };
+    }
+    const fields = eventOfAppend(input, ctx.nextSequence());
+    const event: StoredEvent = { ...fields, wire: this.options.encodeEvent(fields) };
+    const { payload } = event;
+    ctx.send(tx`
+      WITH head AS (
+        INSERT INTO heads (agent_id, session_key, state_version, updated_at_ms)
+        VALUES (${event.agentId}, ${event.sessionKey}, ${event.sequence}, ${input.nowMs})
+        ON CONFLICT (agent_id, session_key) DO UPDATE
+        SET state_version = greatest(heads.state_version, excluded.state_version), updated_at_ms = excluded.updated_at_ms
+        RETURNING session_id
+      )
+      INSERT INTO events (sequence, session_id, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
+        channel, turns, catalog_id, host_id, dedupe_key, wire)
+      SELECT ${event.sequence}, session_id, ${event.kind}, ${event.actorType}, ${event.actorId ?? null}, ${event.runId ?? null},
+        ${event.summary}, ${event.occurredAtMs}, ${payload.outcome ?? null}, ${payload.channel ?? null}, ${payload.turns ?? null},
+        ${payload.catalogId ?? null}, ${payload.hostId ?? null}, ${input.dedupeKey ?? null}, ${Buffer.from(event.wire)}
+      FROM head`);
+    const effects = cursorEffectsOfEvent(event, input, cursorsOnTarget);
+    this.putCursors(ctx, effects.cursorWrites);
+    const value = { recorded: true, deduplicated: false, event, stateVersion: event.sequence, noticesOpened: effects.noticesOpened } as const;
+    return { value, changes: effects.pairChanges };
+  }
+
+  // ---- the Store port ----
+
+  append(input: AppendInput): Promise<AppendOutcome> {
+    return this.runWrite((ctx) => this.appendIn(ctx, input));
+  }
+
+  /** One statement, so one snapshot: the head and the events agree. */
+  async sessionStatus(session: SessionId, changesSince: number | undefined, limit: number): Promise<SessionStatus> {
+    // Past 2^53 (Infinity from the service) is past every head: ask for no events.
+    const after = changesSince === undefined || !Number.isSafeInteger(changesSince) ? Number.MAX_SAFE_INTEGER : changesSince;
+    const rows = await this.sql<
+      { state_version: number; pruned_through: number; earliest: number; sequence: number | null; wire: Uint8Array | null }[]
+    >`
+      SELECT h.state_version, h.pruned_through,
+        coalesce((SELECT min(sequence) FROM events AS m WHERE m.session_id = h.session_id), 0) AS earliest,
+        e.sequence, e.wire
+      FROM heads AS h
+      LEFT JOIN LATERAL (
+        SELECT sequence, wire FROM events AS x
+        WHERE x.session_id = h.session_id AND x.sequence > ${after} ORDER BY x.sequence LIMIT ${limit + 1}
+      ) AS e ON true
+      WHERE h.agent_id = ${session.agentId} AND h.session_key = ${session.key}
+      ORDER BY e.sequence`;
+    const head = rows[0];
+    const stateVersion = head?.state_version ?? 0;
+    if (changesSince === undefined || changesSince > stateVersion) return { stateVersion };
+    if (head === undefined) return { stateVersion, changes: { events: [], truncated: false, historyGap: false, earliestAvailableSequence: 0 } };
+    const events = rows.filter((row) => row.sequence !== null).map((row) => ({ sequence: row.sequence!, wire: row.wire! }));
+    const truncated = events.length > limit;
+    if (truncated) events.length = limit;
+    return {
+      stateVersion,
+      changes: { events, truncated, historyGap: changesSince < head.pruned_through, earliestAvailableSequence: head.earliest },
+    };
+  }
+
+  async listSessions(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<SessionHead[]> {
+    const hasUpstream = this.sql`EXISTS (SELECT 1 FROM upstream_links AS l WHERE l.agent_id = heads.agent_id AND l.session_key = heads.session_key)`;
+    const rows =
+      filter.agentId === undefined
+        ? await this.sql<HeadRow[]>`
+            SELECT agent_id, session_key, state_version, pruned_through, updated_at_ms, ${hasUpstream} AS has_upstream
+            FROM heads WHERE (agent_id, session_key) > (${filter.after?.agentId ?? ""}, ${filter.after?.key ?? ""})
+            ORDER BY agent_id, session_key LIMIT ${filter.limit}`
+        : await this.sql<HeadRow[]>`
+            SELECT agent_id, session_key, state_version, pruned_through, updated_at_ms, ${hasUpstream} AS has_upstream
+            FROM heads WHERE agent_id = ${filter.agentId}
+              AND session_key > ${filter.after !== undefined && filter.after.agentId === filter.agentId ? filter.after.key : ""}
+            ORDER BY session_key LIMIT ${filter.limit}`;
+    return rows.map(headFromRow);
+  }
+
+  async getStateVersions(sessions: readonly SessionId[]): Promise<(number | undefined)[]> {
+    if (sessions.length === 0) return [];
+    const rows = await this.sql<{ i: number; state_version: number }[]>`
+      SELECT t.i, h.state_version
+      FROM unnest(${sessions.map((s) => s.agentId)}::text[], ${sessions.map((s) => s.key)}::text[]) WITH ORDINALITY AS t (a, k, i)
+      JOIN heads AS h ON h.agent_id = t.a AND h.session_key = t.k`;
+    const versions: (number | undefined)[] = sessions.map(() => undefined);
+    for (const row of rows) versions[row.i - 1] = row.state_version;
+    return versions;
+  }
+
+  deleteSession(session: SessionId) {
+    return this.runWrite(async (ctx) => {
+      const { tx } = ctx;
+      const [{ count: eventsRemoved }] = (await tx<{ count: number }[]>`
+        WITH gone AS (
+          DELETE FROM events WHERE session_id =
+            (SELECT session_id FROM heads WHERE agent_id = ${session.agentId} AND session_key = ${session.key})
+          RETURNING 1
+        ) SELECT count(*)::int8 AS count FROM gone`) as unknown as [{ count: number }];
+      ctx.send(tx`DELETE FROM heads WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      const removed = (
+        await tx<CursorRow[]>`
+          DELETE FROM cursors WHERE (target_agent_id = ${session.agentId} AND target_key = ${session.key})
+            OR (${isWatcherOf(session.key, session)} AND watcher_key = ${session.key})
+          RETURNING *`
+      ).map(cursorFromRow);
+      ctx.send(tx`DELETE FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      ctx.send(tx`DELETE FROM own_texts WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      const linkRemoved = await this.removeLink(ctx, session);
+      return { value: { eventsRemoved, cursorsRemoved: removed.length, linkRemoved }, changes: pairChangesOfRemoved(removed) };
+    });
+  }
+
+  watch(watcherKey: string, target: SessionId, nowMs: number): Promise<CursorRecord> {
+    return this.runWrite(async (ctx) => {
+      const existing = await this.cursor(ctx, watcherKey, target);
+      const { cursor } = watchCursor(watcherKey, target, existing, await this.versionOf(ctx, target), nowMs);
+      // A new cursor is written whole; an existing one keeps its marks and only has its lifetime refreshed.
+      this.putCursors(ctx, [cursor]);
+      return { value: cursor, changes: [] };
+    });
+  }
+
+  unwatch(watcherKey: string, target: SessionId): Promise<boolean> {
+    return this.runWrite(async (ctx) => {
+      const removed = (
+        await ctx.tx<CursorRow[]>`
+          DELETE FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}
+          RETURNING *`
+      ).map(cursorFromRow);
+      return { value: removed.length > 0, changes: pairChangesOfRemoved(removed) };
+    });
+  }
+
+  async listWatches(filter: Parameters<Store["listWatches"]>[0]): Promise<CursorRecord[]> {
+    const [w, a, k] = filter.after ?? ["", "", ""];
+    const { watcherKey, target } = filter;
+    const rows = await this.sql<CursorRow[]>`
+      SELECT * FROM cursors
+      WHERE (watcher_key, target_agent_id, target_key) > (${w}, ${a}, ${k})
+        ${watcherKey === undefined ? this.sql`` : this.sql`AND watcher_key = ${watcherKey}`}
+        ${target === undefined ? this.sql`` : this.sql`AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`}
+      ORDER BY watcher_key, target_agent_id, target_key LIMIT ${filter.limit}`;
+    return rows.map(cursorFromRow);
+  }
+
+  resetWatcher(watcherKey: string): Promise<number> {
+    return this.runWrite(async (ctx) => {
+      const removed = (await ctx.tx<CursorRow[]>`DELETE FROM cursors WHERE watcher_key = ${watcherKey} RETURNING *`).map(cursorFromRow);
+      return { value: removed.length, changes: pairChangesOfRemoved(removed) };
+    });
+  }
+
+  async getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined> {
+    const [row] = await this.sql<CursorRow[]>`
+      SELECT * FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`;
+    return row === undefined ? undefined : cursorFromRow(row);
+  }
+
+  async pendingCursors(watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]> {
+    if (watcherKeys.length === 0 && prefixes.length === 0) return [];
+    const rows = await this.sql<CursorRow[]>`
+      SELECT c.* FROM cursors AS c
+      WHERE c.notified > c.acked AND (
+        c.watcher_key = ANY (${[...watcherKeys]}::text[])
+        OR EXISTS (
+          SELECT 1 FROM unnest(${[...prefixes]}::text[]) AS p (prefix)
+          WHERE c.watcher_key >= p.prefix AND c.watcher_key < p.prefix || ${topCharacter}
+        )
+      )
+      ORDER BY c.watcher_key, c.target_agent_id, c.target_key`;
+    return rows.map(cursorFromRow);
+  }
+
+  ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]> {
+    return this.runWrite(async (ctx) => {
+      const pairs = new Map<string, CursorRecord>();
+      if (acks.length > 0) {
+        const rows = await ctx.tx<CursorRow[]>`
+          SELECT c.* FROM cursors AS c
+          JOIN unnest(${acks.map((a) => a.watcherKey)}::text[], ${acks.map((a) => a.target.agentId)}::text[],
+                      ${acks.map((a) => a.target.key)}::text[]) AS t (w, a, k)
+            ON c.watcher_key = t.w AND c.target_agent_id = t.a AND c.target_key = t.k`;
+        for (const row of rows) pairs.set(`${row.watcher_key}\u0000${row.target_agent_id}\u0000${row.target_key}`, cursorFromRow(row));
+      }
+      const effects = applyAcks(acks, (watcherKey, target) => pairs.get(`${watcherKey}\u0000${target.agentId}\u0000${target.key}`), nowMs);
+      this.putCursors(ctx, effects.cursorWrites);
+      return { value: effects.outcomes, changes: effects.pairChanges };
+    });
+  }
+
+  adopt(input: AdoptInput): Promise<{ event: StoredEvent; link?: LinkRecord }> {
+    return this.runWrite(async (ctx): Promise<WriteResult<{ event: StoredEvent; link?: LinkRecord }>> => {
+      const appended = await this.appendIn(ctx, input.adoptedEvent);
+      if (!appended.value.recorded) throw new Error("an adopted event is never gated");
+      const { event } = appended.value;
+      if (input.link === undefined) return { value: { event }, changes: appended.changes };
+      const link = linkOfAdoption(await this.linkIn(ctx, input.link.session), input.link);
+      // A local transcript is a file on this replica's host: only this node id scans it.
+      const nodeId = link.source.startsWith("file:") ? this.options.nodeId : null;
+      ctx.send(ctx.tx`
+        INSERT INTO upstream_links (agent_id, session_key, catalog_id, host_id, thread_id, source, marker, missed_checks,
+          last_scanned_at_ms, updated_at_ms, node_id)
+        VALUES (${link.session.agentId}, ${link.session.key}, ${link.catalogId}, ${link.hostId}, ${link.threadId}, ${link.source},
+          ${link.marker}, ${link.missedChecks}, ${link.lastScannedAtMs ?? null}, ${link.updatedAtMs}, ${nodeId})
+        ON CONFLICT (agent_id, session_key) DO UPDATE
+        SET catalog_id = excluded.catalog_id, host_id = excluded.host_id, thread_id = excluded.thread_id,
+            source = excluded.source, marker = excluded.marker, missed_checks = excluded.missed_checks,
+            last_scanned_at_ms = excluded.last_scanned_at_ms, updated_at_ms = excluded.updated_at_ms, node_id = excluded.node_id`);
+      return { value: { event, link }, changes: appended.changes };
+    });
+  }
+
+  async getLink(session: SessionId): Promise<LinkRecord | undefined> {
+    const [row] = await this.sql<LinkRow[]>`
+      SELECT * FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`;
+    return row === undefined ? undefined : linkFromRow(row);
+  }
+
+  async listLinks(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<LinkRecord[]> {
+    const rows =
+      filter.agentId === undefined
+        ? await this.sql<LinkRow[]>`
+            SELECT * FROM upstream_links WHERE (agent_id, session_key) > (${filter.after?.agentId ?? ""}, ${filter.after?.key ?? ""})
+            ORDER BY agent_id, session_key LIMIT ${filter.limit}`
+        : await this.sql<LinkRow[]>`
+            SELECT * FROM upstream_links WHERE agent_id = ${filter.agentId}
+              AND session_key > ${filter.after !== undefined && filter.after.agentId === filter.agentId ? filter.after.key : ""}
+            ORDER BY session_key LIMIT ${filter.limit}`;
+    return rows.map(linkFromRow);
+  }
+
+  /** Watched links that this replica may scan: paired-node links, and local transcripts adopted on this node id. */
+  async watchedLinks(): Promise<LinkRecord[]> {
+    const rows = await this.sql<LinkRow[]>`
+      SELECT * FROM upstream_links AS l
+      WHERE (l.node_id IS NULL OR l.node_id = ${this.options.nodeId})
+        AND EXISTS (SELECT 1 FROM cursors AS c WHERE c.target_agent_id = l.agent_id AND c.target_key = l.session_key)
+      ORDER BY agent_id, session_key`;
+    return rows.map(linkFromRow);
+  }
+
+  commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }> {
+    return this.runWrite(async (ctx): Promise<WriteResult<{ committed: boolean; event?: StoredEvent }>> => {
+      if (!isScanCurrent(await this.linkIn(ctx, scanned.session), scanned)) return { value: { committed: false }, changes: [] };
+      const appended = commit.event === undefined ? undefined : await this.appendIn(ctx, commit.event);
+      if (commit.removeLink === true) await this.removeLink(ctx, scanned.session);
+      else {
+        ctx.send(ctx.tx`
+          UPDATE upstream_links SET marker = ${commit.marker}, missed_checks = ${commit.missedChecks}, last_scanned_at_ms = ${commit.nowMs}
+          WHERE agent_id = ${scanned.session.agentId} AND session_key = ${scanned.session.key}`);
+      }
+      const outcome = appended?.value;
+      const value = outcome?.recorded === true ? { committed: true, event: outcome.event } : { committed: true };
+      return { value, changes: appended?.changes ?? [] };
+    });
+  }
+
+  setRunActive(session: SessionId, active: boolean, nowMs: number): Promise<void> {
+    return this.runWrite(async (ctx) => {
+      const [row] = await ctx.tx<RunFlagRow[]>`
+        SELECT active, starts, refreshed_at_ms FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`;
+      const flag = runFlagAfter(row === undefined ? undefined : runFlagFromRow(row), active, nowMs);
+      ctx.send(ctx.tx`
+        INSERT INTO run_flags (agent_id, session_key, active, starts, refreshed_at_ms)
+        VALUES (${session.agentId}, ${session.key}, ${flag.active}, ${flag.starts}, ${flag.refreshedAtMs})
+        ON CONFLICT (agent_id, session_key) DO UPDATE
+        SET active = excluded.active, starts = excluded.starts, refreshed_at_ms = excluded.refreshed_at_ms`);
+      return { value: undefined, changes: [] };
+    });
+  }
+
+  async runFlag(session: SessionId): Promise<RunFlag | undefined> {
+    const [row] = await this.sql<RunFlagRow[]>`
+      SELECT active, starts, refreshed_at_ms FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`;
+    return row === undefined ? undefined : runFlagFromRow(row);
+  }
+
+  recordOwnText(session: SessionId, digest: string, keep: number): Promise<void> {
+    return this.runWrite(async (ctx) => {
+      const [{ position }] = (await ctx.tx<{ position: number }[]>`
+        SELECT coalesce(max(position), 0) + 1 AS position FROM own_texts
+        WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`) as unknown as [{ position: number }];
+      ctx.send(ctx.tx`
+        INSERT INTO own_texts (agent_id, session_key, position, digest) VALUES (${session.agentId}, ${session.key}, ${position}, ${digest})`);
+      ctx.send(ctx.tx`
+        DELETE FROM own_texts WHERE agent_id = ${session.agentId} AND session_key = ${session.key} AND position <= ${position - keep}`);
+      return { value: undefined, changes: [] };
+    });
+  }
+
+  async ownTextDigests(session: SessionId): Promise<string[]> {
+    const rows = await this.sql<{ digest: string }[]>`
+      SELECT digest FROM own_texts WHERE agent_id = ${session.agentId} AND session_key = ${session.key} ORDER BY position`;
+    return rows.map((row) => row.digest);
+  }
+
+  async countPendingNotices(): Promise<number> {
+    const [row] = await this.sql<{ n: number }[]>`SELECT count(*)::int8 AS n FROM cursors WHERE notified > acked`;
+    return row!.n;
+  }
+
+  /**
+   * One bounded retention step under the clock lock, so it is ordered with every other write: events
+   * older than the cutoff, then the oldest beyond `maxEvents` (each session's watermark raised to what it
+   * loses, in the same statement), untouched cursors, and feed rows no replica needs any more.
+   */
+  pruneStep(policy: RetentionPolicy): Promise<PruneStep> {
+    return this.runWrite(async (ctx) => {
+      const { tx } = ctx;
+      const removeEvents = async (chosen: ReturnType<typeof tx>): Promise<number> => {
+        const [row] = await tx<{ n: number }[]>`
+          WITH gone AS (DELETE FROM events WHERE sequence IN (${chosen}) RETURNING sequence, session_id),
+          marks AS (SELECT session_id, max(sequence) AS through FROM gone GROUP BY session_id),
+          raised AS (
+            UPDATE heads SET pruned_through = greatest(heads.pruned_through, marks.through)
+            FROM marks WHERE heads.session_id = marks.session_id RETURNING 1
+          )
+          SELECT count(*)::int8 AS n FROM gone`;
+        return row!.n;
+      };
+      let eventsRemoved = await removeEvents(
+        tx`SELECT sequence FROM events WHERE occurred_at_ms < ${policy.cutoffMs} LIMIT ${policy.maxRowsPerStep}`,
+      );
+      if (eventsRemoved < policy.maxRowsPerStep) {
+        const [count] = await tx<{ n: number }[]>`SELECT count(*)::int8 AS n FROM events`;
+        const excess = count!.n - policy.maxEvents;
+        if (excess > 0) {
+          eventsRemoved += await removeEvents(
+            tx`SELECT sequence FROM events ORDER BY sequence LIMIT ${Math.min(excess, policy.maxRowsPerStep - eventsRemoved)}`,
+          );
+        }
+      }
+      const removed = (
+        await tx<CursorRow[]>`
+          DELETE FROM cursors WHERE (watcher_key, target_agent_id, target_key) IN (
+            SELECT watcher_key, target_agent_id, target_key FROM cursors
+            WHERE updated_at_ms < ${policy.cutoffMs} LIMIT ${Math.max(0, policy.maxRowsPerStep - eventsRemoved)}
+          ) RETURNING *`
+      ).map(cursorFromRow);
+      ctx.send(tx`DELETE FROM pair_changes WHERE at_ms < ${this.options.nowMs() - pairChangesKeptMs}`);
+      const value = { eventsRemoved, cursorsRemoved: removed.length, done: eventsRemoved + removed.length < policy.maxRowsPerStep };
+      return { value, changes: pairChangesOfRemoved(removed) };
+    });
+  }
+
+  /**
+   * Takes or renews the lease of `job` for `holder` until `ttlMs` from the database's now; true while
+   * `holder` holds it. A lease whose holder stopped renewing it passes to the next replica that asks.
+   */
+  async tryLease(job: string, holder: string, ttlMs: number): Promise<boolean> {
+    const rows = await this.sql`
+      INSERT INTO leases (job, holder, epoch, expires_at) VALUES (${job}, ${holder}, 1, now() + ${ttlMs} * interval '1 millisecond')
+      ON CONFLICT (job) DO UPDATE
+      SET holder = excluded.holder, expires_at = excluded.expires_at,
+          epoch = leases.epoch + CASE WHEN leases.holder = excluded.holder THEN 0 ELSE 1 END
+      WHERE leases.holder = excluded.holder OR leases.expires_at < now()
+      RETURNING epoch`;
+    return rows.length > 0;
+  }
+
+  /** The size of the schema's tables and indexes, as `db`. */
+  async databaseBytes(): Promise<[string, number][]> {
+    const [row] = await this.sql<{ bytes: number }[]>`
+      SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::int8 AS bytes
+      FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+      WHERE n.nspname = ${this.options.schema} AND c.relkind = 'r'`;
+    return [["db", row!.bytes]];
+  }
+
+  /** Gives up every lease `holder` holds, so another replica may take its jobs at once (graceful stop). */
+  async releaseLeases(holder: string): Promise<void> {
+    await this.sql`DELETE FROM leases WHERE holder = ${holder}`;
+  }
+
+  /** True when the database answers a trivial query within `timeoutMs`. */
+  async isReachable(timeoutMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.sql`SELECT 1`.then(() => true), timeout]);
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.writes.idle();
+    await this.feed.stop();
+    this.listeners.clear();
+    await this.sql.end({ timeout: 5 });
+  }
+}

@@ -1,0 +1,252 @@
+/**
+ * Several `sessionstate serve` processes on one PostgreSQL schema, as users run them (SPEC §11).
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import postgres from "postgres";
+import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
+import { createServiceClient } from "../src/client/service-client.js";
+import { parsePostgresUrl } from "../src/store/postgres-url.js";
+import { postgresMigrations } from "../src/store/postgres-schema.js";
+import { freshSchema, testCluster } from "./backend.js";
+import { skipWithoutPostgres, type PostgresCluster } from "./postgres-cluster.js";
+import { connect, goal, human, subscribe, type Clients } from "./helpers.js";
+import { runCli, spawnServer, type ServerProcess } from "./process-helpers.js";
+
+const boss = "agent:main:boss";
+const worker = "agent:main:subagent:worker";
+
+interface Replica {
+  process: ServerProcess;
+  clients: Clients;
+  /** Kills the process (SIGTERM unless told otherwise) and closes the clients. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
+  let cluster: PostgresCluster;
+  const running = new Set<Replica>();
+
+  before(() => {
+    cluster = testCluster();
+  });
+  after(async () => {
+    for (const replica of running) await replica.stop("SIGKILL");
+  });
+
+  async function startReplica(schema: string, extra: string[] = []): Promise<Replica> {
+    const process = await spawnServer(["--db", cluster.url, "--db-schema", schema, "--listen", "127.0.0.1:0", "--log-level", "warn", ...extra]);
+    const clients = connect(process.address, { ownConnection: true });
+    const replica: Replica = {
+      process,
+      clients,
+      stop: async (signal = "SIGTERM") => {
+        running.delete(replica);
+        clients.close();
+        process.child.kill(signal);
+        await process.exited;
+      },
+    };
+    running.add(replica);
+    return replica;
+  }
+
+  /** Rows of the schema, read directly: what every replica shares. */
+  async function query<T extends object>(schema: string, text: string): Promise<T[]> {
+    const target = parsePostgresUrl(cluster.url);
+    const sql = postgres({ path: target.socketPath!, database: target.database, username: target.username, max: 1, onnotice: () => {} });
+    try {
+      return (await sql.unsafe(`SET search_path TO "${schema}"; ${text}`, [], { prepare: false }).simple()).at(-1) as T[];
+    } finally {
+      await sql.end();
+    }
+  }
+
+  test("a notice opened through one replica reaches a subscriber of another; an ack through that one reopens it for the first", async () => {
+    const schema = freshSchema();
+    const [a, b] = [await startReplica(schema), await startReplica(schema)];
+    const onA = subscribe(a.clients, [boss]);
+    const onB = subscribe(b.clients, [boss]);
+    try {
+      await onA.untilSynced();
+      await onB.untilSynced();
+      await a.clients.watch.watch({ watcherSessionKey: boss, target: { key: worker } });
+      const first = await a.clients.signalLog.append(human(worker));
+      const noticeOnB = await onB.nextNotice();
+      assert.equal(noticeOnB.notifiedVersion, first.event!.sequence);
+      assert.equal(noticeOnB.changesSince, 0n);
+      assert.equal((await onA.nextNotice()).notifiedVersion, first.event!.sequence);
+
+      const second = await a.clients.signalLog.append(goal(worker));
+      const ack = await b.clients.watch.ackNotices({
+        acks: [{ watcherSessionKey: boss, target: noticeOnB.target, notifiedVersion: noticeOnB.notifiedVersion }],
+      });
+      assert.deepEqual(
+        ack.results.map((r) => [r.acknowledged, r.reopened]),
+        [[true, true]],
+      );
+      const reopened = await onA.nextNotice();
+      assert.equal(reopened.notifiedVersion, second.event!.sequence);
+      assert.equal(reopened.changesSince, first.event!.sequence);
+      assert.equal(reopened.text, noticeOnB.text.replace(`changesSince 0.`, `changesSince ${first.event!.sequence}.`));
+
+      const onEach = await Promise.all(
+        [a, b].map((r) => r.clients.reconcile.sessionStatus({ session: { key: worker }, changesSince: 0n })),
+      );
+      assert.deepEqual(onEach[0], onEach[1]);
+      assert.deepEqual(
+        onEach[0]!.stateChanges!.events.map((e) => e.sequence),
+        [first.event!.sequence, second.event!.sequence],
+      );
+    } finally {
+      onA.call.cancel();
+      onB.call.cancel();
+      await a.stop();
+      await b.stop();
+    }
+  });
+
+  test("4 clients appending through 2 replicas while readers poll both: sequences unique and increasing, never one below a version already seen", async () => {
+    const schema = freshSchema();
+    const replicas = [await startReplica(schema), await startReplica(schema)];
+    const sessions = ["agent:main:s0", "agent:main:s1", "agent:main:s2"];
+    let writing = true;
+    const acknowledged: bigint[] = [];
+    const violations: string[] = [];
+    try {
+      const writers = Array.from({ length: 4 }, async (_, i) => {
+        const { clients } = replicas[i % 2]!;
+        for (let n = 0; writing; n++) {
+          const response = await clients.signalLog.append(goal(sessions[(i + n) % sessions.length]!));
+          acknowledged.push(response.event!.sequence);
+        }
+      });
+      const readers = replicas.flatMap(({ clients }) =>
+        sessions.map(async (key) => {
+          // Everything this reader has seen of the session, and the highest sequence.
+          const seen = new Set<bigint>();
+          let highest = 0n;
+          while (writing) {
+            const status = await clients.reconcile.sessionStatus({ session: { key }, changesSince: 0n });
+            for (const event of status.stateChanges!.events) {
+              if (!seen.has(event.sequence) && event.sequence < highest) {
+                violations.push(`${key}: ${event.sequence} appeared after ${highest} was seen`);
+              }
+              seen.add(event.sequence);
+              if (event.sequence > highest) highest = event.sequence;
+            }
+          }
+        }),
+      );
+      await sleep(3000);
+      writing = false;
+      await Promise.all([...writers, ...readers]);
+      assert.deepEqual(violations, []);
+      assert.ok(acknowledged.length > 200, `enough appends to mean something (${acknowledged.length})`);
+      assert.equal(new Set(acknowledged).size, acknowledged.length, "every sequence is unique");
+      for (const key of sessions) {
+        const events = (await replicas[0]!.clients.reconcile.sessionStatus({ session: { key }, changesSince: 0n, limit: 200 })).stateChanges!.events;
+        const sequences = events.map((e) => e.sequence);
+        assert.deepEqual(sequences, [...sequences].sort((x, y) => (x < y ? -1 : 1)));
+      }
+    } finally {
+      writing = false;
+      for (const replica of replicas) await replica.stop();
+    }
+  });
+
+  test("the listener's connection killed while appends go on: no notice is missed", async () => {
+    const schema = freshSchema();
+    const [a, b] = [await startReplica(schema), await startReplica(schema)];
+    const targets = Array.from({ length: 20 }, (_, i) => `agent:main:subagent:t${i}`);
+    const onB = subscribe(b.clients, [boss]);
+    try {
+      await onB.untilSynced();
+      for (const target of targets) await a.clients.watch.watch({ watcherSessionKey: boss, target: { key: target } });
+      const appending = (async () => {
+        for (const [i, target] of targets.entries()) {
+          await a.clients.signalLog.append(human(target));
+          if (i === 5 || i === 12) {
+            await query(schema, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()");
+          }
+          await sleep(20);
+        }
+      })();
+      const received = new Set<string>();
+      while (received.size < targets.length) received.add((await onB.nextNotice()).target!.key);
+      await appending;
+      assert.deepEqual([...received].sort(), [...targets].sort());
+    } finally {
+      onB.call.cancel();
+      await a.stop();
+      await b.stop();
+    }
+  });
+
+  test("PostgreSQL stopped and started again: replicas report NOT_SERVING and UNAVAILABLE, then serve again by themselves", async () => {
+    const schema = freshSchema();
+    const replica = await startReplica(schema);
+    const health = createServiceClient(replica.clients.channel, Health, { timeoutMs: 2000 });
+    const waitFor = async (wanted: HealthCheckResponse_ServingStatus): Promise<void> => {
+      const deadline = Date.now() + 15_000;
+      while ((await health.check({})).status !== wanted) {
+        assert.ok(Date.now() < deadline, `health never became ${HealthCheckResponse_ServingStatus[wanted]}`);
+        await sleep(100);
+      }
+    };
+    try {
+      await replica.clients.signalLog.append(goal(worker));
+      await waitFor(HealthCheckResponse_ServingStatus.SERVING);
+      cluster.stop();
+      await waitFor(HealthCheckResponse_ServingStatus.NOT_SERVING);
+      await assert.rejects(replica.clients.signalLog.append(goal(worker), { timeoutMs: 5000 }), (err: { code: number }) => {
+        assert.equal(err.code, 14, "UNAVAILABLE");
+        return true;
+      });
+      cluster.start();
+      await waitFor(HealthCheckResponse_ServingStatus.SERVING);
+      const appended = await replica.clients.signalLog.append(goal(worker));
+      assert.equal(appended.stateVersion, 2n);
+    } finally {
+      cluster.start();
+      await replica.stop();
+    }
+  });
+
+  test("retention runs on one replica at a time, and moves when its holder is killed", async () => {
+    const schema = freshSchema();
+    const interval = ["--prune-interval-ms", "1000"];
+    const [a, b] = await Promise.all([startReplica(schema, interval), startReplica(schema, interval)]);
+    const holder = async (): Promise<string> => (await query<{ holder: string }>(schema, "SELECT holder FROM leases WHERE job = 'retention'"))[0]!.holder;
+    try {
+      await sleep(2500);
+      const first = await holder();
+      const [held, other] = first.includes(`/${a.process.child.pid}/`) ? [a, b] : [b, a];
+      assert.ok(first.includes(`/${held.process.child.pid}/`));
+      await held.stop("SIGKILL");
+      const deadline = Date.now() + 10_000;
+      while (!(await holder()).includes(`/${other.process.child.pid}/`)) {
+        assert.ok(Date.now() < deadline, "the lease never moved to the surviving replica");
+        await sleep(200);
+      }
+    } finally {
+      for (const r of [a, b]) if (running.has(r)) await r.stop();
+    }
+  });
+
+  test("two replicas started at the same moment on an empty schema both come up; one facing a newer schema exits 1 naming both versions", async () => {
+    const schema = freshSchema();
+    const both = await Promise.all([startReplica(schema), startReplica(schema)]);
+    try {
+      for (const replica of both) assert.equal((await replica.clients.reconcile.sessionStatus({ session: { key: worker } })).stateVersion, 0n);
+    } finally {
+      for (const replica of both) await replica.stop();
+    }
+    const future = postgresMigrations.length + 1;
+    await query(schema, `UPDATE schema_version SET version = ${future}`);
+    const refused = await runCli(["serve", "--db", cluster.url, "--db-schema", schema, "--listen", "127.0.0.1:0"]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, new RegExp(`at version ${future}, newer than this program knows \\(${postgresMigrations.length}\\)`));
+  });
+});
