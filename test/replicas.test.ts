@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import postgres from "postgres";
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
+import { SessionStateClient } from "../src/client/session-state-client.js";
 import { createServiceClient } from "../src/client/service-client.js";
 import { parsePostgresUrl } from "../src/store/postgres-url.js";
 import { postgresMigrations } from "../src/store/postgres-schema.js";
@@ -153,6 +154,71 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
     } finally {
       writing = false;
       for (const replica of replicas) await replica.stop();
+    }
+  });
+
+  test("the client on both replicas carries on when one is killed: every append acknowledged, none lost or doubled; its subscription resumes on the other", async () => {
+    const schema = freshSchema();
+    const [a, b] = [await startReplica(schema), await startReplica(schema)];
+    const client = new SessionStateClient({ address: `ipv4:${a.process.address},${b.process.address}`, logger: { warn: () => {} } });
+    const sessions = ["agent:main:f0", "agent:main:f1"];
+    const abort = new AbortController();
+    const notices: bigint[] = [];
+    const subscription = (async () => {
+      for await (const notice of client.subscribe({ watchers: [boss], signal: abort.signal, backoff: { initialMs: 50, maxMs: 200 } })) {
+        notices.push(notice.notifiedVersion);
+        await client.ack(notice);
+      }
+    })();
+    let appending = true;
+    const acknowledged: bigint[] = [];
+    const failures: string[] = [];
+    try {
+      await client.watch.watch({ watcherSessionKey: boss, target: { key: worker } });
+      const appenders = Array.from({ length: 4 }, async (_, i) => {
+        for (let n = 0; appending; n++) {
+          try {
+            acknowledged.push((await client.append(goal(sessions[(i + n) % 2]!), { timeoutMs: 5000 })).event!.sequence);
+          } catch (err) {
+            failures.push((err as Error).message);
+          }
+        }
+      });
+      await sleep(800);
+      const before = acknowledged.length;
+      await a.stop("SIGKILL");
+      await sleep(1500);
+      appending = false;
+      await Promise.all(appenders);
+      assert.deepEqual(failures, []);
+      assert.ok(acknowledged.length > before + 50, `appends went on after the kill (${before} -> ${acknowledged.length})`);
+      const stored: bigint[] = [];
+      for (const key of sessions) {
+        let since = 0n;
+        for (;;) {
+          const page = await b.clients.reconcile.sessionStatus({ session: { key }, changesSince: since });
+          stored.push(...page.stateChanges!.events.map((e) => e.sequence));
+          if (!page.stateChanges!.truncated) break;
+          since = stored.at(-1)!;
+        }
+      }
+      assert.deepEqual(
+        [...stored].sort((x, y) => (x < y ? -1 : 1)),
+        [...acknowledged].sort((x, y) => (x < y ? -1 : 1)),
+        "exactly the acknowledged appends are stored, each once",
+      );
+      const after = await b.clients.signalLog.append(human(worker));
+      const deadline = Date.now() + 10_000;
+      while (!notices.includes(after.event!.sequence)) {
+        assert.ok(Date.now() < deadline, "the subscription never delivered the notice opened after the kill");
+        await sleep(50);
+      }
+    } finally {
+      appending = false;
+      abort.abort();
+      await subscription.catch(() => undefined);
+      client.close();
+      await b.stop();
     }
   });
 

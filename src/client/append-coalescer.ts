@@ -27,6 +27,11 @@ export interface BatchCall {
 
 interface Waiting {
   request: AppendInit;
+  /** How many times it was sent and answered UNAVAILABLE, and the last such answer. */
+  failures: number;
+  lastError?: ServiceError;
+  /** Settled: answered, failed, timed out or cancelled. */
+  done: boolean;
   /** The request's encoded size, in bytes. */
   size: number;
   deadlineMs: number | undefined;
@@ -38,6 +43,21 @@ interface Waiting {
 export const maxCoalescedAppends = 1000;
 /** Largest coalesced request by default, in bytes: the server's default request limit (1 MiB). */
 export const defaultMaxBatchBytes = 1024 * 1024;
+
+/**
+ * Resending an append after UNAVAILABLE (a replica died, a database was unreachable): how often and how
+ * soon. Safe because every append carries a dedupe key (the client gives one to those without).
+ */
+export interface AppendRetry {
+  /** Sends after the first one; 0 turns retrying off. */
+  maxRetries: number;
+  /** The first pause, doubled each time (full jitter), at most `maxDelayMs`. */
+  initialDelayMs: number;
+  maxDelayMs: number;
+}
+
+/** The default: up to 4 resends within about 2 s, and never past the append's deadline. */
+export const defaultAppendRetry: AppendRetry = { maxRetries: 4, initialDelayMs: 100, maxDelayMs: 1000 };
 
 /** An error shaped like grpc-js's, for one failed entry of a batch. */
 function entryError(code: number, message: string): ServiceError {
@@ -62,7 +82,8 @@ function entrySize(requestSize: number): number {
  * `maxBatchBytes` of encoded request, so appends that would each pass the server's request limit never
  * fail together. Each caller still gets its own answer (its AppendResponse, or an error with its own
  * entry's status, or the whole call's when the call failed) and keeps its own deadline and signal. A lone
- * append goes out on the next turn, so coalescing adds no waiting.
+ * append goes out on the next turn, so coalescing adds no waiting. Appends answered UNAVAILABLE are sent
+ * again (see `AppendRetry`) within their deadline; with several replicas the next call goes to another.
  */
 export class AppendCoalescer {
   private waiting: Waiting[] = [];
@@ -72,23 +93,25 @@ export class AppendCoalescer {
     private readonly sendBatch: (call: BatchCall) => Promise<AppendBatchResponse>,
     private readonly now: () => number,
     private readonly maxBatchBytes = defaultMaxBatchBytes,
+    private readonly retry: AppendRetry = { maxRetries: 0, initialDelayMs: 0, maxDelayMs: 0 },
   ) {}
 
   append(request: AppendInit, options: AppendOptions = {}): Promise<AppendResponse> {
     return new Promise((resolve, reject) => {
       const { signal, timeoutMs } = options;
       if (signal?.aborted === true) return reject(entryError(GrpcStatus.CANCELLED, "the append was cancelled"));
-      let settled = false;
       let timer: NodeJS.Timeout | undefined;
       const onAbort = (): void => waiting.settle({ error: entryError(GrpcStatus.CANCELLED, "the append was cancelled") });
       const waiting: Waiting = {
         request,
+        failures: 0,
+        done: false,
         size: toBinary(AppendRequestSchema, create(AppendRequestSchema, request)).byteLength,
         deadlineMs: timeoutMs === undefined ? undefined : this.now() + timeoutMs,
         signal,
         settle: (outcome) => {
-          if (settled) return;
-          settled = true;
+          if (waiting.done) return;
+          waiting.done = true;
           if (timer !== undefined) clearTimeout(timer);
           signal?.removeEventListener("abort", onAbort);
           if ("response" in outcome) resolve(outcome.response);
@@ -96,20 +119,44 @@ export class AppendCoalescer {
         },
       };
       if (timeoutMs !== undefined) {
-        timer = setTimeout(() => waiting.settle({ error: entryError(GrpcStatus.DEADLINE_EXCEEDED, "deadline exceeded") }), timeoutMs);
+        // Waiting to be sent again when the deadline comes: the answer that made it wait says more.
+        timer = setTimeout(
+          () => waiting.settle({ error: waiting.lastError ?? entryError(GrpcStatus.DEADLINE_EXCEEDED, "deadline exceeded") }),
+          timeoutMs,
+        );
       }
       signal?.addEventListener("abort", onAbort, { once: true });
-      if (this.waiting.length > 0 && this.waitingBytes + entrySize(waiting.size) > this.maxBatchBytes) this.flush();
-      this.waiting.push(waiting);
-      this.waitingBytes += entrySize(waiting.size);
-      if (this.waiting.length === maxCoalescedAppends) this.flush();
-      else if (this.waiting.length === 1) setImmediate(() => this.flush());
+      this.enqueue(waiting);
     });
+  }
+
+  private enqueue(waiting: Waiting): void {
+    if (this.waiting.length > 0 && this.waitingBytes + entrySize(waiting.size) > this.maxBatchBytes) this.flush();
+    this.waiting.push(waiting);
+    this.waitingBytes += entrySize(waiting.size);
+    if (this.waiting.length === maxCoalescedAppends) this.flush();
+    else if (this.waiting.length === 1) setImmediate(() => this.flush());
+  }
+
+  /** Settles an append with `error`, or sends it again later when the error is UNAVAILABLE and time allows. */
+  private fail(waiting: Waiting, error: ServiceError): void {
+    const delayMs = Math.random() * Math.min(this.retry.maxDelayMs, this.retry.initialDelayMs * 2 ** waiting.failures);
+    const retryable =
+      error.code === GrpcStatus.UNAVAILABLE &&
+      waiting.failures < this.retry.maxRetries &&
+      waiting.signal?.aborted !== true &&
+      (waiting.deadlineMs === undefined || this.now() + delayMs < waiting.deadlineMs);
+    if (!retryable) return waiting.settle({ error });
+    waiting.failures++;
+    waiting.lastError = error;
+    setTimeout(() => {
+      if (!waiting.done) this.enqueue(waiting);
+    }, delayMs);
   }
 
   /** Sends what is waiting as one batch. */
   private flush(): void {
-    const batch = this.waiting.filter((waiting) => waiting.signal?.aborted !== true);
+    const batch = this.waiting.filter((waiting) => !waiting.done && waiting.signal?.aborted !== true);
     this.waiting = [];
     this.waitingBytes = 0;
     if (batch.length === 0) return;
@@ -126,10 +173,10 @@ export class AppendCoalescer {
           batch.forEach((waiting, i) => {
             const result = response.results[i]?.result;
             if (result?.case === "response") waiting.settle({ response: result.value });
-            else if (result?.case === "failure") waiting.settle({ error: entryError(result.value.code, result.value.message) });
+            else if (result?.case === "failure") this.fail(waiting, entryError(result.value.code, result.value.message));
             else waiting.settle({ error: entryError(GrpcStatus.INTERNAL, `the server sent no result for entry ${i}`) });
           }),
-        (err: ServiceError) => batch.forEach((waiting) => waiting.settle({ error: err })),
+        (err: ServiceError) => batch.forEach((waiting) => this.fail(waiting, err)),
       )
       .finally(() => {
         for (const waiting of batch) waiting.signal?.removeEventListener("abort", abandon);

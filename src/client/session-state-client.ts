@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Client, credentials, status as GrpcStatus, type ChannelCredentials, type ServiceError } from "@grpc/grpc-js";
 import { pino } from "pino";
@@ -5,12 +6,16 @@ import { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { SignalLog, type AppendRequestSchema, type AppendResponse } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import { Upstream } from "../../gen/sessionstate/v1/upstream_pb.js";
 import { Watch, type AckResult, type StaleNotice } from "../../gen/sessionstate/v1/watch_pb.js";
-import { AppendCoalescer, defaultMaxBatchBytes, type AppendOptions } from "./append-coalescer.js";
+import { AppendCoalescer, defaultAppendRetry, defaultMaxBatchBytes, type AppendOptions, type AppendRetry } from "./append-coalescer.js";
 import { createServiceClient, type CallOptions } from "./service-client.js";
 
 /** How the client reaches the service. */
 export interface ClientOptions {
-  /** `host:port` of the service. */
+  /**
+   * Where the service is: any gRPC target. One `host:port`; several replicas as
+   * `ipv4:127.0.0.1:5001,127.0.0.1:5002`; or `dns:///name:port` for every address a name resolves to.
+   * Calls are spread round-robin over the replicas that answer; a dead one is skipped.
+   */
   address: string;
   /** Bearer token, sent as `authorization: Bearer <token>` on every call. */
   token?: string;
@@ -23,6 +28,8 @@ export interface ClientOptions {
    * (`--max-request-bytes`, default 1 MiB). Default 1 MiB.
    */
   maxBatchBytes?: number;
+  /** Resending appends answered UNAVAILABLE (a replica died): default up to 4 times, within each deadline. */
+  appendRetry?: AppendRetry;
   /** Where failures of best-effort calls are logged (pino-compatible). Default: warnings on standard error. */
   logger?: { warn(details: object, message: string): void };
 }
@@ -93,6 +100,8 @@ export class SessionStateClient {
     this.channel = new Client(options.address, channelCredentials(options.tls), {
       "grpc.keepalive_time_ms": 60_000,
       "grpc.keepalive_timeout_ms": 20_000,
+      // Every replica a target names, round-robin: a call goes to one that answers.
+      "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
     });
     const defaults: CallOptions = {
       timeoutMs: options.defaultTimeoutMs ?? 10_000,
@@ -111,6 +120,7 @@ export class SessionStateClient {
         ),
       () => Date.now(),
       options.maxBatchBytes ?? defaultMaxBatchBytes,
+      options.appendRetry ?? defaultAppendRetry,
     );
     this.logger = options.logger ?? pino({ level: "warn", base: { component: "sessionstate-client" } }, pino.destination(2));
   }
@@ -119,10 +129,12 @@ export class SessionStateClient {
    * Appends an event. Appends made in the same turn of the event loop travel together in one
    * AppendBatch call (one round trip, one commit; split by count and by `maxBatchBytes`); each still
    * resolves to its own AppendResponse or rejects with its own status, as `signalLog.append` would, and
-   * keeps its own deadline (default: the client's) and signal.
+   * keeps its own deadline (default: the client's) and signal. An append without a dedupe key gets a
+   * random one, so that resending it after UNAVAILABLE (to another replica) can never record it twice.
    */
   append(request: MessageInitShape<typeof AppendRequestSchema>, options: AppendOptions = {}): Promise<AppendResponse> {
-    return this.coalescer.append(request, { timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs, ...(options.signal === undefined ? {} : { signal: options.signal }) });
+    const keyed = request.dedupeKey === undefined || request.dedupeKey === "" ? { ...request, dedupeKey: `client:${randomUUID()}` } : request;
+    return this.coalescer.append(keyed, { timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs, ...(options.signal === undefined ? {} : { signal: options.signal }) });
   }
 
   /**
@@ -135,7 +147,7 @@ export class SessionStateClient {
     { timeoutMs = 2000 }: { timeoutMs?: number } = {},
   ): Promise<AppendResponse | undefined> {
     try {
-      return await this.signalLog.append(request, { timeoutMs });
+      return await this.append(request, { timeoutMs });
     } catch (err) {
       const error = err as Partial<ServiceError>;
       this.logger.warn(
