@@ -10,7 +10,10 @@ import { SessionStateClient } from "../src/client/session-state-client.js";
 import { createServiceClient } from "../src/client/service-client.js";
 import { parsePostgresUrl } from "../src/store/postgres-url.js";
 import { postgresMigrations } from "../src/store/postgres-schema.js";
+import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
+import type { EventKind as KindName } from "../src/domain/event.js";
 import { freshSchema, testCluster } from "./backend.js";
+import { ReferenceModel } from "./reference-model.js";
 import { skipWithoutPostgres, type PostgresCluster } from "./postgres-cluster.js";
 import { connect, goal, human, subscribe, type Clients } from "./helpers.js";
 import { runCli, spawnServer, type ServerProcess } from "./process-helpers.js";
@@ -219,6 +222,81 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
       await subscription.catch(() => undefined);
       client.close();
       await b.stop();
+    }
+  });
+
+  test("random appends, watches, unwatches, acks and resets, each through a random replica, leave the pending notices of a reference model", async () => {
+    const schema = freshSchema();
+    const replicas = [await startReplica(schema), await startReplica(schema)];
+    const watchers = ["agent:main:w0", "agent:main:w1", "agent:main:w2", "agent:ops:w3"];
+    const targets = ["agent:main:subagent:t0", "agent:main:subagent:t1", "agent:main:subagent:t2"];
+    const kinds: [EventKind, KindName, ActorType][] = [
+      [EventKind.HUMAN_DIRECT_MESSAGE, "human_direct_message", ActorType.HUMAN],
+      [EventKind.GOAL_CHANGED, "goal_changed", ActorType.AGENT],
+      [EventKind.CHILD_SPAWNED, "child_spawned", ActorType.AGENT],
+      [EventKind.RUN_COMPLETED, "run_completed", ActorType.AGENT],
+    ];
+    const models = new Map(targets.map((target) => [target, new ReferenceModel()]));
+    let seed = 1107;
+    const random = (n: number): number => {
+      seed = (seed * 48271) % 2147483647;
+      return seed % n;
+    };
+    const pick = <T>(items: readonly T[]): T => items[random(items.length)]!;
+    try {
+      for (let step = 1; step <= 300; step++) {
+        const { clients } = pick(replicas);
+        const target = pick(targets);
+        const model = models.get(target)!;
+        const op = random(10);
+        if (op < 5) {
+          const [kind, kindName, actorType] = pick(kinds);
+          const named = watchers.filter(() => random(3) === 0);
+          const actorId = actorType === ActorType.AGENT && random(3) === 0 ? pick(watchers) : undefined;
+          const response = await clients.signalLog.append({
+            session: { key: target },
+            kind,
+            actorType,
+            summary: "model step",
+            notifySessionKeys: named,
+            ...(actorId === undefined ? {} : { actorId }),
+          });
+          model.event(kindName, Number(response.event!.sequence), actorId, named);
+        } else if (op < 7) {
+          const watcher = pick(watchers);
+          const pending = model.pending().get(watcher);
+          const notifiedVersion = pending === undefined || random(5) === 0 ? BigInt(random(50)) : BigInt(pending[1]);
+          const through = random(2) === 0 ? undefined : random(Number((await clients.reconcile.sessionStatus({ session: { key: target } })).stateVersion) + 2);
+          await clients.watch.ackNotices({
+            acks: [{ watcherSessionKey: watcher, target: { key: target }, notifiedVersion, ...(through === undefined ? {} : { reconciledThrough: BigInt(through) }) }],
+          });
+          model.ack(watcher, Number(notifiedVersion), through);
+        } else if (op < 8) {
+          const watcher = pick(watchers);
+          const response = await clients.watch.watch({ watcherSessionKey: watcher, target: { key: target } });
+          model.watch(watcher, Number(response.cursor!.ackedVersion));
+        } else if (op < 9) {
+          const watcher = pick(watchers);
+          await clients.watch.unwatch({ watcherSessionKey: watcher, target: { key: target } });
+          model.remove(watcher);
+        } else {
+          const watcher = pick(watchers);
+          await clients.signalLog.resetSession({ watcherSessionKey: watcher });
+          for (const each of models.values()) each.remove(watcher);
+        }
+        if (step % 5 === 0) {
+          const cursors = (await pick(replicas).clients.watch.listWatches({ pageSize: 1000 })).cursors;
+          for (const c of cursors) assert.ok(c.ackedVersion <= c.notifiedVersion && c.notifiedVersion <= c.materialVersion, `step ${step}: L <= N <= M`);
+          const stored = cursors
+            .filter((c) => c.notifiedVersion > c.ackedVersion)
+            .map((c) => `${c.target!.key} ${c.watcherSessionKey} ${c.ackedVersion} ${c.notifiedVersion}`)
+            .sort();
+          const expected = [...models].flatMap(([key, each]) => [...each.pending()].map(([w, [l, n]]) => `${key} ${w} ${l} ${n}`)).sort();
+          assert.deepEqual(stored, expected, `step ${step}: pending notices`);
+        }
+      }
+    } finally {
+      for (const replica of replicas) await replica.stop();
     }
   });
 
