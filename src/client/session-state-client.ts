@@ -102,6 +102,10 @@ export class SessionStateClient {
       "grpc.keepalive_timeout_ms": 20_000,
       // Every replica a target names, round-robin: a call goes to one that answers.
       "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+      // A replica that comes back is found within seconds (grpc-js backs off up to 2 minutes by default),
+      // so it is there to take over when another one dies.
+      "grpc.initial_reconnect_backoff_ms": 250,
+      "grpc.max_reconnect_backoff_ms": 5000,
     });
     const defaults: CallOptions = {
       timeoutMs: options.defaultTimeoutMs ?? 10_000,
