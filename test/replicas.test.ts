@@ -2,6 +2,8 @@
  * Several `sessionstate serve` processes on one PostgreSQL schema, as users run them (SPEC §11).
  */
 import assert from "node:assert/strict";
+import { appendFileSync, realpathSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import postgres from "postgres";
@@ -15,7 +17,7 @@ import type { EventKind as KindName } from "../src/domain/event.js";
 import { freshSchema, testCluster } from "./backend.js";
 import { ReferenceModel } from "./reference-model.js";
 import { skipWithoutPostgres, type PostgresCluster } from "./postgres-cluster.js";
-import { connect, goal, human, subscribe, type Clients } from "./helpers.js";
+import { connect, goal, human, subscribe, tempDir, type Clients } from "./helpers.js";
 import { runCli, spawnServer, type ServerProcess } from "./process-helpers.js";
 
 const boss = "agent:main:boss";
@@ -355,6 +357,42 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
     } finally {
       cluster.start();
       await replica.stop();
+    }
+  });
+
+  test("a local transcript is scanned only by replicas with the node id that adopted it", async () => {
+    const schema = freshSchema();
+    const root = tempDir();
+    const dir = realpathSync(root.dir);
+    const file = join(dir, "session.jsonl");
+    const line = (text: string): string => `${JSON.stringify({ type: "user", message: { role: "user", content: text }, timestamp: new Date().toISOString() })}\n`;
+    writeFileSync(file, line("the first prompt"));
+    // Both hosts see the same folder here; on real hosts only the adopting one would.
+    const on = (node: string) => ["--node-id", node, "--transcript-root", dir, "--monitor-interval-ms", "86400000"];
+    const [a, b] = [await startReplica(schema, on("host-a")), await startReplica(schema, on("host-b"))];
+    try {
+      const adopted = await a.clients.upstream.adopt({
+        session: { key: worker },
+        catalogId: "claude",
+        hostId: "host-a",
+        source: { case: "localTranscript", value: { path: file } },
+      });
+      assert.equal(adopted.linked, true);
+      await b.clients.watch.watch({ watcherSessionKey: boss, target: { key: worker } });
+      appendFileSync(file, line("a person typed this"));
+      const elsewhere = await b.clients.upstream.scanNow({});
+      assert.deepEqual([elsewhere.linksScanned, elsewhere.eventsRecorded], [0, 0], "host-b never reads host-a's file");
+      const home = await a.clients.upstream.scanNow({});
+      assert.deepEqual([home.linksScanned, home.eventsRecorded], [1, 1]);
+      const events = (await b.clients.reconcile.sessionStatus({ session: { key: worker }, changesSince: 0n })).stateChanges!.events;
+      assert.deepEqual(
+        events.map((e) => e.kind),
+        [EventKind.ADOPTED, EventKind.HUMAN_DIRECT_MESSAGE],
+      );
+    } finally {
+      await a.stop();
+      await b.stop();
+      root.remove();
     }
   });
 
