@@ -24,6 +24,8 @@ import { grpcBodyFile, h2loadRate, h2loadShape, hasH2load, type H2loadRun } from
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { createServer } from "node:net";
 import { cpuSeconds, median, percentile, rssMb, sleep, spawnListening, unaryRate, type Listening } from "./lib.js";
+import { postgresReplicas } from "./postgres-replicas.js";
+import { postgresBinDir } from "../test/postgres-cluster.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const resultsDir = join(root, "bench/results");
@@ -31,7 +33,7 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const roundMs = Number(process.env.BENCH_ROUND_MS ?? 2000);
 const work = mkdtempSync(join(tmpdir(), "sessionstate-bench-"));
 const serverNodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
-const scenarios = ["throughput", "latency", "coalescing", "reconcile", "startup", "stall", "etcd", "h2load"] as const;
+const scenarios = ["throughput", "latency", "coalescing", "reconcile", "startup", "stall", "etcd", "h2load", "postgres"] as const;
 const only = process.env.BENCH_ONLY?.split(",").map((name) => name.trim());
 const unknownScenario = only?.find((name) => !(scenarios as readonly string[]).includes(name));
 if (unknownScenario !== undefined) throw new Error(`BENCH_ONLY: unknown scenario ${unknownScenario} (known: ${scenarios.join(", ")})`);
@@ -650,6 +652,10 @@ async function main(): Promise<void> {
     await echo.stop();
   }
   if (process.env.BENCH_SKIP_ETCD === undefined && runs("etcd")) await etcdPeer();
+  if (runs("postgres")) {
+    if (postgresBinDir() === undefined) row("postgres", "skipped", "PostgreSQL missing", "apt-get install postgresql");
+    else await postgresReplicas({ root, work, rounds, roundMs, serverNodeArgs, row, results, appendBytes, freePort });
+  }
   if (only !== undefined) return;
   const machine = `${cpus().length} x ${cpus()[0]?.model.trim() ?? "cpu"}, node ${process.version}`;
   const date = new Date().toISOString();

@@ -1,4 +1,4 @@
-import type { Sql } from "postgres";
+import type { Sql, TransactionSql } from "postgres";
 import type { EventEncoder, StoredEvent } from "../domain/event.js";
 import type {
   AckInput,
@@ -27,6 +27,7 @@ import {
   isWatcherOf,
   linkOfAdoption,
   pairChangesOfRemoved,
+  pairKeyOf,
   watchCursor,
 } from "../domain/write-rules.js";
 import type { Durability } from "./open-database.js";
@@ -35,7 +36,7 @@ import { connectPostgres } from "./postgres-connection.js";
 import { PairChangeFeed } from "./postgres-feed.js";
 import { migratePostgres } from "./postgres-schema.js";
 import type { PostgresTarget } from "./postgres-url.js";
-import { PgGroupCommit, type PgWriteContext } from "./postgres-writes.js";
+import { PgGroupCommit, targetKeyOf, type PgWriteContext, type Prefetched, type WriteHints } from "./postgres-writes.js";
 import {
   cursorFromRow,
   eventFromRow,
@@ -99,7 +100,43 @@ export class PostgresStore implements Store {
         this.announce(changes);
       },
       options.nowMs,
+      (tx, hints) => this.prefetch(tx, hints),
     );
+  }
+
+  /**
+   * Reads, in two statements sent at once, every event holding a hinted dedupe key and every cursor on
+   * a hinted target: what the batch's appends decide with, without a round trip each under the lock.
+   */
+  private async prefetch(tx: TransactionSql, hints: readonly WriteHints[]): Promise<Prefetched> {
+    const dedupeKeys = new Set(hints.flatMap((hint) => hint.dedupeKeys ?? []));
+    const targets = new Map(hints.flatMap((hint) => hint.targets ?? []).map((target) => [targetKeyOf(target), target]));
+    const events =
+      dedupeKeys.size === 0
+        ? Promise.resolve([])
+        : tx<(EventRow & { state_version: number; dedupe_key: string })[]>`
+            SELECT ${tx.unsafe(eventColumns)}, h.state_version, e.dedupe_key
+            FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ANY (${[...dedupeKeys]}::text[])`.execute();
+    const cursors =
+      targets.size === 0
+        ? Promise.resolve([])
+        : tx<CursorRow[]>`
+            SELECT c.* FROM cursors AS c
+            JOIN unnest(${[...targets.values()].map((t) => t.agentId)}::text[], ${[...targets.values()].map((t) => t.key)}::text[]) AS t (a, k)
+              ON c.target_agent_id = t.a AND c.target_key = t.k`.execute();
+    const prefetched: Prefetched = {
+      eventsByDedupeKey: new Map(),
+      dedupeKeys,
+      cursorsByTarget: new Map([...targets.keys()].map((key) => [key, []])),
+    };
+    for (const row of await events) {
+      prefetched.eventsByDedupeKey.set(row.dedupe_key, { event: eventFromRow(row), stateVersion: row.state_version });
+    }
+    for (const row of await cursors) {
+      const cursor = cursorFromRow(row);
+      prefetched.cursorsByTarget.get(targetKeyOf(cursor.target))!.push(cursor);
+    }
+    return prefetched;
   }
 
   /** Connects, creates or migrates the schema, and starts listening for other replicas' changes. Close it. */
@@ -141,15 +178,7 @@ export class PostgresStore implements Store {
   }
 
   private putCursors(ctx: PgWriteContext, cursors: readonly CursorRecord[]): void {
-    if (cursors.length === 0) return;
-    const column = <T>(pick: (c: CursorRecord) => T): T[] => cursors.map(pick);
-    ctx.send(ctx.tx`
-      INSERT INTO cursors (watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
-      SELECT * FROM unnest(${column((c) => c.watcherKey)}::text[], ${column((c) => c.target.agentId)}::text[],
-        ${column((c) => c.target.key)}::text[], ${column((c) => c.acked)}::int8[], ${column((c) => c.notified)}::int8[],
-        ${column((c) => c.material)}::int8[], ${column((c) => c.updatedAtMs)}::int8[])
-      ON CONFLICT (watcher_key, target_agent_id, target_key) DO UPDATE
-      SET acked = excluded.acked, notified = excluded.notified, material = excluded.material, updated_at_ms = excluded.updated_at_ms`);
+    ctx.deferCursors(cursors);
   }
 
   private async versionOf(ctx: PgWriteContext, session: SessionId): Promise<number> {
@@ -170,43 +199,44 @@ export class PostgresStore implements Store {
     );
   }
 
+  /**
+   * An append inside a write transaction. On the common path it reads nothing (its dedupe key and its
+   * target's cursors were read up front with the batch) and writes nothing yet (its rows are held back
+   * for the batch's one insert); `ctx.tx` is touched only when something was not read up front.
+   */
   private async appendIn(ctx: PgWriteContext, input: AppendInput): Promise<WriteResult<AppendOutcome>> {
-    const { tx } = ctx;
     if (input.dedupeKey !== undefined) {
-      const [row] = await tx<(EventRow & { state_version: number })[]>`
-        SELECT ${tx.unsafe(eventColumns)}, h.state_version
-        FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ${input.dedupeKey}`;
-      if (row !== undefined) {
-        const value = { recorded: true, deduplicated: true, event: eventFromRow(row), stateVersion: row.state_version, noticesOpened: 0 } as const;
+      let found = ctx.dedupedEvent(input.dedupeKey);
+      if (found === undefined) {
+        const tx = ctx.tx;
+        const [row] = await tx<(EventRow & { state_version: number })[]>`
+          SELECT ${tx.unsafe(eventColumns)}, h.state_version
+          FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ${input.dedupeKey}`;
+        found = row === undefined ? null : { event: eventFromRow(row), stateVersion: row.state_version };
+      }
+      if (found !== null) {
+        // The session's version now: an append earlier in this batch may have moved it since the read.
+        const session = { agentId: found.event.agentId, key: found.event.sessionKey };
+        const stateVersion = Math.max(found.stateVersion, ctx.versionAppended(session));
+        const value = { recorded: true, deduplicated: true, event: found.event, stateVersion, noticesOpened: 0 } as const;
         return { value, changes: [] };
       }
     }
     const cursorsOnTarget = appendNeedsTargetCursors(input)
-      ? (
-          await tx<CursorRow[]>`
+      ? (ctx.cursorsOn(input.session)?.slice() ??
+        (
+          await ctx.tx<CursorRow[]>`
             SELECT * FROM cursors WHERE target_agent_id = ${input.session.agentId} AND target_key = ${input.session.key}`
-        ).map(cursorFromRow)
+        ).map(cursorFromRow))
       : [];
     if (isAppendGated(input, cursorsOnTarget)) {
       return { value: { recorded: false, stateVersion: await this.versionOf(ctx, input.session) }, changes: [] };
     }
     const fields = eventOfAppend(input, ctx.nextSequence());
     const event: StoredEvent = { ...fields, wire: this.options.encodeEvent(fields) };
-    const { payload } = event;
-    ctx.send(tx`
-      WITH head AS (
-        INSERT INTO heads (agent_id, session_key, state_version, updated_at_ms)
-        VALUES (${event.agentId}, ${event.sessionKey}, ${event.sequence}, ${input.nowMs})
-        ON CONFLICT (agent_id, session_key) DO UPDATE
-        SET state_version = greatest(heads.state_version, excluded.state_version), updated_at_ms = excluded.updated_at_ms
-        RETURNING session_id
-      )
-      INSERT INTO events (sequence, session_id, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
-        channel, turns, catalog_id, host_id, dedupe_key, wire)
-      SELECT ${event.sequence}, session_id, ${event.kind}, ${event.actorType}, ${event.actorId ?? null}, ${event.runId ?? null},
-        ${event.summary}, ${event.occurredAtMs}, ${payload.outcome ?? null}, ${payload.channel ?? null}, ${payload.turns ?? null},
-        ${payload.catalogId ?? null}, ${payload.hostId ?? null}, ${input.dedupeKey ?? null}, ${Buffer.from(event.wire)}
-      FROM head`);
+    ctx.deferEvent(event, input.dedupeKey, input.nowMs);
+    ctx.noteEvent(input.dedupeKey, event);
+    ctx.noteAppended(input.session, event.sequence);
     const effects = cursorEffectsOfEvent(event, input, cursorsOnTarget);
     this.putCursors(ctx, effects.cursorWrites);
     const value = { recorded: true, deduplicated: false, event, stateVersion: event.sequence, noticesOpened: effects.noticesOpened } as const;
@@ -216,7 +246,11 @@ export class PostgresStore implements Store {
   // ---- the Store port ----
 
   append(input: AppendInput): Promise<AppendOutcome> {
-    return this.runWrite((ctx) => this.appendIn(ctx, input));
+    const hints: WriteHints = {
+      ...(input.dedupeKey === undefined ? {} : { dedupeKeys: [input.dedupeKey] }),
+      ...(appendNeedsTargetCursors(input) ? { targets: [input.session] } : {}),
+    };
+    return this.writes.enqueue((ctx) => this.appendIn(ctx, input), hints);
   }
 
   /** One statement, so one snapshot: the head and the events agree. */
@@ -278,6 +312,7 @@ export class PostgresStore implements Store {
 
   deleteSession(session: SessionId) {
     return this.runWrite(async (ctx) => {
+      ctx.forgetPrefetched();
       const { tx } = ctx;
       const [{ count: eventsRemoved }] = (await tx<{ count: number }[]>`
         WITH gone AS (
@@ -311,6 +346,7 @@ export class PostgresStore implements Store {
 
   unwatch(watcherKey: string, target: SessionId): Promise<boolean> {
     return this.runWrite(async (ctx) => {
+      ctx.forgetPrefetched();
       const removed = (
         await ctx.tx<CursorRow[]>`
           DELETE FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}
@@ -334,6 +370,7 @@ export class PostgresStore implements Store {
 
   resetWatcher(watcherKey: string): Promise<number> {
     return this.runWrite(async (ctx) => {
+      ctx.forgetPrefetched();
       const removed = (await ctx.tx<CursorRow[]>`DELETE FROM cursors WHERE watcher_key = ${watcherKey} RETURNING *`).map(cursorFromRow);
       return { value: removed.length, changes: pairChangesOfRemoved(removed) };
     });
@@ -361,20 +398,29 @@ export class PostgresStore implements Store {
   }
 
   ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]> {
-    return this.runWrite(async (ctx) => {
+    const hints: WriteHints = { targets: acks.map((ack) => ack.target) };
+    return this.writes.enqueue(async (ctx) => {
       const pairs = new Map<string, CursorRecord>();
-      if (acks.length > 0) {
+      const readUpFront = acks.every((ack) => ctx.cursorsOn(ack.target) !== undefined);
+      if (readUpFront) {
+        for (const ack of acks) {
+          for (const cursor of ctx.cursorsOn(ack.target)!) pairs.set(pairKeyOf(cursor.watcherKey, cursor.target), cursor);
+        }
+      } else if (acks.length > 0) {
         const rows = await ctx.tx<CursorRow[]>`
           SELECT c.* FROM cursors AS c
           JOIN unnest(${acks.map((a) => a.watcherKey)}::text[], ${acks.map((a) => a.target.agentId)}::text[],
                       ${acks.map((a) => a.target.key)}::text[]) AS t (w, a, k)
             ON c.watcher_key = t.w AND c.target_agent_id = t.a AND c.target_key = t.k`;
-        for (const row of rows) pairs.set(`${row.watcher_key}\u0000${row.target_agent_id}\u0000${row.target_key}`, cursorFromRow(row));
+        for (const row of rows) {
+          const cursor = cursorFromRow(row);
+          pairs.set(pairKeyOf(cursor.watcherKey, cursor.target), cursor);
+        }
       }
-      const effects = applyAcks(acks, (watcherKey, target) => pairs.get(`${watcherKey}\u0000${target.agentId}\u0000${target.key}`), nowMs);
+      const effects = applyAcks(acks, (watcherKey, target) => pairs.get(pairKeyOf(watcherKey, target)), nowMs);
       this.putCursors(ctx, effects.cursorWrites);
       return { value: effects.outcomes, changes: effects.pairChanges };
-    });
+    }, hints);
   }
 
   adopt(input: AdoptInput): Promise<{ event: StoredEvent; link?: LinkRecord }> {
@@ -495,6 +541,7 @@ export class PostgresStore implements Store {
    */
   pruneStep(policy: RetentionPolicy): Promise<PruneStep> {
     return this.runWrite(async (ctx) => {
+      ctx.forgetPrefetched();
       const { tx } = ctx;
       const removeEvents = async (chosen: ReturnType<typeof tx>): Promise<number> => {
         const [row] = await tx<{ n: number }[]>`

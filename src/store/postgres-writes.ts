@@ -1,20 +1,173 @@
 import type { Sql, TransactionSql, PendingQuery, Row } from "postgres";
-import type { PairChange } from "../domain/records.js";
+import type { StoredEvent } from "../domain/event.js";
+import type { CursorRecord, PairChange } from "../domain/records.js";
+import type { SessionId } from "../domain/session-key.js";
+import { pairKeyOf } from "../domain/write-rules.js";
 import type { WriteResult } from "./group-commit.js";
+
+/** The rows a write will read, named before the transaction so the batch reads them all at once. */
+export interface WriteHints {
+  dedupeKeys?: readonly string[];
+  targets?: readonly SessionId[];
+}
+
+/** An event found by its dedupe key, with its session's state version. */
+export interface DedupedEvent {
+  event: StoredEvent;
+  stateVersion: number;
+}
+
+/** The rows a batch read up front, under the clock lock: every hinted dedupe key and target. */
+export interface Prefetched {
+  /** Hinted keys that hold an event; a hinted key missing here holds none. */
+  eventsByDedupeKey: Map<string, DedupedEvent>;
+  dedupeKeys: Set<string>;
+  /** Every cursor on each hinted target, by `targetKeyOf`. */
+  cursorsByTarget: Map<string, CursorRecord[]>;
+}
+
+/** The identity of a target, for maps. */
+export function targetKeyOf(target: SessionId): string {
+  return `${target.agentId}\u0000${target.key}`;
+}
+
+/** An event a batch will insert, with what its row needs besides the event. */
+interface DeferredEvent {
+  event: StoredEvent;
+  dedupeKey: string | undefined;
+  nowMs: number;
+}
 
 /**
  * What a write sees inside a PostgreSQL write transaction: the transaction, the global clock (the clock
- * row is locked, so the sequences it hands out commit in order), and `send` for statements whose
- * results the write does not need: they are pipelined behind the reads, on the same connection, and any
- * failure surfaces when the transaction ends.
+ * row is locked, so the sequences it hands out commit in order), the rows the batch read up front (kept
+ * current as the batch's writes change them), and `send` for statements whose results the write does
+ * not need: they are pipelined behind the reads, on the same connection, and any failure surfaces when
+ * the transaction ends. New events and cursor rows are held back and written together, two statements
+ * for the whole batch; any other statement (`tx`) first sends them, so every read sees every write
+ * before it.
  */
 export class PgWriteContext {
   private readonly sent: Promise<unknown>[] = [];
+  /** The highest sequence this batch appended to each session. */
+  private readonly appended = new Map<string, number>();
+  private deferredEvents: DeferredEvent[] = [];
+  private deferredCursors = new Map<string, CursorRecord>();
 
   constructor(
-    readonly tx: TransactionSql,
+    private readonly transaction: TransactionSql,
     private eventSeq: number,
+    private prefetched: Prefetched = emptyPrefetch(),
   ) {}
+
+  /** The transaction, for any statement: the rows held back so far are sent first. */
+  get tx(): TransactionSql {
+    this.flushDeferred();
+    return this.transaction;
+  }
+
+  /** Holds back the insert of an event (and the move of its session's head) until the batch's next statement. */
+  deferEvent(event: StoredEvent, dedupeKey: string | undefined, nowMs: number): void {
+    this.deferredEvents.push({ event, dedupeKey, nowMs });
+  }
+
+  /** Holds back the writes of cursor rows (the last state of each pair wins) until the batch's next statement. */
+  deferCursors(cursors: readonly CursorRecord[]): void {
+    this.noteCursors(cursors);
+    for (const cursor of cursors) this.deferredCursors.set(pairKeyOf(cursor.watcherKey, cursor.target), cursor);
+  }
+
+  /** Sends what is held back: every event in one statement (heads first), every cursor row in another. */
+  private flushDeferred(): void {
+    const tx = this.transaction;
+    if (this.deferredEvents.length > 0) {
+      const rows = this.deferredEvents;
+      this.deferredEvents = [];
+      const column = <T>(pick: (row: DeferredEvent) => T): T[] => rows.map(pick);
+      this.send(tx`
+        WITH r AS (
+          SELECT * FROM unnest(
+            ${column((r) => r.event.sequence)}::int8[], ${column((r) => r.event.agentId)}::text[],
+            ${column((r) => r.event.sessionKey)}::text[], ${column((r) => r.event.kind)}::text[],
+            ${column((r) => r.event.actorType)}::text[], ${column((r) => r.event.actorId ?? null)}::text[],
+            ${column((r) => r.event.runId ?? null)}::text[], ${column((r) => r.event.summary)}::text[],
+            ${column((r) => r.event.occurredAtMs)}::int8[], ${column((r) => r.event.payload.outcome ?? null)}::text[],
+            ${column((r) => r.event.payload.channel ?? null)}::text[], ${column((r) => r.event.payload.turns ?? null)}::int8[],
+            ${column((r) => r.event.payload.catalogId ?? null)}::text[], ${column((r) => r.event.payload.hostId ?? null)}::text[],
+            ${column((r) => r.dedupeKey ?? null)}::text[], ${column((r) => Buffer.from(r.event.wire).toString("hex"))}::text[],
+            ${column((r) => r.nowMs)}::int8[]
+          ) AS r (sequence, agent_id, session_key, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
+                  channel, turns, catalog_id, host_id, dedupe_key, wire_hex, now_ms)
+        ),
+        head AS (
+          INSERT INTO heads (agent_id, session_key, state_version, updated_at_ms)
+          SELECT agent_id, session_key, max(sequence), max(now_ms) FROM r GROUP BY agent_id, session_key
+          ON CONFLICT (agent_id, session_key) DO UPDATE
+          SET state_version = greatest(heads.state_version, excluded.state_version), updated_at_ms = excluded.updated_at_ms
+          RETURNING session_id, agent_id, session_key
+        )
+        INSERT INTO events (sequence, session_id, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
+          channel, turns, catalog_id, host_id, dedupe_key, wire)
+        SELECT r.sequence, head.session_id, r.kind, r.actor_type, r.actor_id, r.run_id, r.summary, r.occurred_at_ms, r.outcome,
+          r.channel, r.turns, r.catalog_id, r.host_id, r.dedupe_key, decode(r.wire_hex, 'hex')
+        FROM r JOIN head ON head.agent_id = r.agent_id AND head.session_key = r.session_key`);
+    }
+    if (this.deferredCursors.size > 0) {
+      const cursors = [...this.deferredCursors.values()];
+      this.deferredCursors = new Map();
+      const column = <T>(pick: (c: CursorRecord) => T): T[] => cursors.map(pick);
+      this.send(tx`
+        INSERT INTO cursors (watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
+        SELECT * FROM unnest(${column((c) => c.watcherKey)}::text[], ${column((c) => c.target.agentId)}::text[],
+          ${column((c) => c.target.key)}::text[], ${column((c) => c.acked)}::int8[], ${column((c) => c.notified)}::int8[],
+          ${column((c) => c.material)}::int8[], ${column((c) => c.updatedAtMs)}::int8[])
+        ON CONFLICT (watcher_key, target_agent_id, target_key) DO UPDATE
+        SET acked = excluded.acked, notified = excluded.notified, material = excluded.material, updated_at_ms = excluded.updated_at_ms`);
+    }
+  }
+
+  /** Records that this batch appended `sequence` to `session`. */
+  noteAppended(session: SessionId, sequence: number): void {
+    this.appended.set(targetKeyOf(session), sequence);
+  }
+
+  /** The highest sequence this batch appended to `session`; 0 when none. */
+  versionAppended(session: SessionId): number {
+    return this.appended.get(targetKeyOf(session)) ?? 0;
+  }
+
+  /** The event holding `dedupeKey`: `null` when known to be none, `undefined` when not read up front. */
+  dedupedEvent(dedupeKey: string): DedupedEvent | null | undefined {
+    if (!this.prefetched.dedupeKeys.has(dedupeKey)) return undefined;
+    return this.prefetched.eventsByDedupeKey.get(dedupeKey) ?? null;
+  }
+
+  /** Every cursor on `target`, when read up front. */
+  cursorsOn(target: SessionId): CursorRecord[] | undefined {
+    return this.prefetched.cursorsByTarget.get(targetKeyOf(target));
+  }
+
+  /** Records an event this batch inserted, so a later write of the batch finds it by its dedupe key. */
+  noteEvent(dedupeKey: string | undefined, event: StoredEvent): void {
+    if (dedupeKey === undefined || !this.prefetched.dedupeKeys.has(dedupeKey)) return;
+    this.prefetched.eventsByDedupeKey.set(dedupeKey, { event, stateVersion: event.sequence });
+  }
+
+  /** Records cursors this batch wrote, so later writes of the batch read them as written. */
+  noteCursors(cursors: readonly CursorRecord[]): void {
+    for (const cursor of cursors) {
+      const onTarget = this.prefetched.cursorsByTarget.get(targetKeyOf(cursor.target));
+      if (onTarget === undefined) continue;
+      const i = onTarget.findIndex((c) => c.watcherKey === cursor.watcherKey);
+      if (i < 0) onTarget.push(cursor);
+      else onTarget[i] = cursor;
+    }
+  }
+
+  /** Forgets what was read up front (after removals): later writes of the batch read for themselves. */
+  forgetPrefetched(): void {
+    this.prefetched = emptyPrefetch();
+  }
 
   /** The next event sequence of the global counter. */
   nextSequence(): number {
@@ -34,17 +187,26 @@ export class PgWriteContext {
     this.sent.push(running);
   }
 
-  /** Waits for every statement sent; throws the first failure. */
+  /** Sends what is held back and waits for every statement sent; throws the first failure. */
   async settle(): Promise<void> {
+    this.flushDeferred();
     await Promise.all(this.sent.splice(0));
   }
+}
+
+function emptyPrefetch(): Prefetched {
+  return { eventsByDedupeKey: new Map(), dedupeKeys: new Set(), cursorsByTarget: new Map() };
 }
 
 /** A write of the PostgreSQL store: reads and writes rows through the context, decides with the domain rules. */
 export type PgWrite<T> = (ctx: PgWriteContext) => Promise<WriteResult<T>>;
 
+/** Reads the hinted rows of a batch (statements sent, not awaited: they pipeline behind the lock). */
+export type Prefetch = (tx: TransactionSql, hints: readonly WriteHints[]) => Promise<Prefetched>;
+
 interface QueuedWrite {
   write: PgWrite<unknown>;
+  hints: WriteHints | undefined;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -70,12 +232,16 @@ export class PgGroupCommit {
     private readonly notifyChannel: string,
     private readonly announce: (changes: readonly PairChange[], changeSeq: number) => void,
     private readonly nowMs: () => number,
+    private readonly prefetch: Prefetch,
   ) {}
 
-  /** Queues a write; settles after its transaction commits (or rejects with its own error). */
-  enqueue<T>(write: PgWrite<T>): Promise<T> {
+  /**
+   * Queues a write; settles after its transaction commits (or rejects with its own error). `hints` name
+   * the rows it will read, so that the batch reads them in one round trip with the lock.
+   */
+  enqueue<T>(write: PgWrite<T>, hints?: WriteHints): Promise<T> {
     return new Promise((resolve, reject) => {
-      this.queued.push({ write: write as PgWrite<unknown>, resolve: resolve as (value: unknown) => void, reject });
+      this.queued.push({ write: write as PgWrite<unknown>, hints, resolve: resolve as (value: unknown) => void, reject });
       if (this.queued.length === 1) setImmediate(() => this.scheduleFlush());
     });
   }
@@ -100,7 +266,7 @@ export class PgGroupCommit {
     if (this.queued.length > 0) setImmediate(() => this.scheduleFlush());
     if (batch.length === 0) return;
     try {
-      const { results, changes, changeSeq } = await this.commit(batch.map((queued) => queued.write));
+      const { results, changes, changeSeq } = await this.commit(batch);
       batch.forEach((queued, i) => queued.resolve(results[i]));
       this.announce(changes, changeSeq);
       return;
@@ -113,7 +279,7 @@ export class PgGroupCommit {
     // Nothing of the batch is stored: find out, write by write, which ones fail.
     for (const queued of batch) {
       try {
-        const { results, changes, changeSeq } = await this.commit([queued.write]);
+        const { results, changes, changeSeq } = await this.commit([queued]);
         queued.resolve(results[0]);
         this.announce(changes, changeSeq);
       } catch (error) {
@@ -122,33 +288,45 @@ export class PgGroupCommit {
     }
   }
 
-  /** Runs writes in one transaction under the clock lock; returns their values and the pairs they changed. */
-  private async commit(writes: readonly PgWrite<unknown>[]): Promise<{ results: unknown[]; changes: PairChange[]; changeSeq: number }> {
-    return this.sql.begin(async (tx) => {
-      const [clock] = await tx<{ event_seq: number; change_seq: number }[]>`
-        SELECT event_seq, change_seq FROM clock WHERE id = 1 FOR UPDATE`;
-      const ctx = new PgWriteContext(tx, clock!.event_seq);
+  /**
+   * Runs writes in one transaction under the clock lock; returns their values and the pairs they changed.
+   * The lock is held from its statement to COMMIT, so COMMIT is pipelined behind the writes instead of
+   * waiting a round trip for them. Should any of them fail, PostgreSQL answers that COMMIT with a
+   * rollback: so the outcome is decided by the statements sent, checked after the transaction ends.
+   */
+  private async commit(writes: readonly QueuedWrite[]): Promise<{ results: unknown[]; changes: PairChange[]; changeSeq: number }> {
+    const { settled, ...outcome } = await this.sql.begin(async (tx) => {
+      // The lock and the batch's reads go out together: one round trip before the writes run.
+      const locking = tx<{ event_seq: number; change_seq: number }[]>`
+        SELECT event_seq, change_seq FROM clock WHERE id = 1 FOR UPDATE`.execute();
+      const hints = writes.flatMap((queued) => (queued.hints === undefined ? [] : [queued.hints]));
+      const reading = this.prefetch(tx, hints);
+      const [[clock], prefetched] = await Promise.all([locking, reading]);
+      const ctx = new PgWriteContext(tx, clock!.event_seq, prefetched);
       const results: unknown[] = [];
       const changes: PairChange[] = [];
-      for (const write of writes) {
+      for (const { write } of writes) {
         const result = await write(ctx);
         results.push(result.value);
         changes.push(...result.changes);
       }
       const changeSeq = changes.length > 0 ? clock!.change_seq + 1 : clock!.change_seq;
       if (changes.length > 0) {
-        ctx.send(tx`
+        ctx.send(ctx.tx`
           INSERT INTO pair_changes (change_seq, watcher_key, target_agent_id, target_key, at_ms)
           SELECT ${changeSeq}, w, a, k, ${this.nowMs()}
           FROM unnest(${changes.map((c) => c.watcherKey)}::text[], ${changes.map((c) => c.target.agentId)}::text[],
                       ${changes.map((c) => c.target.key)}::text[]) AS t (w, a, k)`);
-        ctx.send(tx`SELECT pg_notify(${this.notifyChannel}, ${String(changeSeq)})`);
+        ctx.send(ctx.tx`SELECT pg_notify(${this.notifyChannel}, ${String(changeSeq)})`);
       }
       if (ctx.lastSequence !== clock!.event_seq || changeSeq !== clock!.change_seq) {
-        ctx.send(tx`UPDATE clock SET event_seq = ${ctx.lastSequence}, change_seq = ${changeSeq} WHERE id = 1`);
+        ctx.send(ctx.tx`UPDATE clock SET event_seq = ${ctx.lastSequence}, change_seq = ${changeSeq} WHERE id = 1`);
       }
-      await ctx.settle();
-      return { results, changes, changeSeq };
+      const sent = ctx.settle();
+      sent.catch(() => undefined); // awaited below, once COMMIT has been answered
+      return { results, changes, changeSeq, settled: sent };
     });
+    await settled;
+    return outcome;
   }
 }

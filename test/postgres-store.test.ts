@@ -1,0 +1,90 @@
+/**
+ * What only the PostgreSQL backend has: group commit without savepoints under the clock lock, and
+ * COMMIT pipelined behind the writes. The behaviour it shares with SQLite is the behaviour suite's.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { encodeStateEvent } from "../src/codec/event-codec.js";
+import { PostgresStore } from "../src/store/postgres-store.js";
+import { parsePostgresUrl } from "../src/store/postgres-url.js";
+import { freshSchema, testCluster } from "./backend.js";
+import { skipWithoutPostgres } from "./postgres-cluster.js";
+import { storeAppend } from "./helpers.js";
+
+async function openStore(schema = freshSchema()): Promise<PostgresStore> {
+  return PostgresStore.open({
+    target: parsePostgresUrl(testCluster().url),
+    schema,
+    durability: "normal",
+    nodeId: "test-node",
+    encodeEvent: encodeStateEvent,
+    nowMs: () => Date.now(),
+  });
+}
+
+describe("the PostgreSQL store", { skip: skipWithoutPostgres() }, () => {
+  test("a write that PostgreSQL refuses fails alone: the rest of its batch commits, in order, and it leaves no row", async () => {
+    const store = await openStore();
+    try {
+      const key = "agent:main:worker";
+      // A NUL byte cannot be stored in a text column: PostgreSQL fails the statement (the service's own
+      // validation refuses such a summary earlier; here it stands for any fault inside the database).
+      const outcomes = await Promise.allSettled([
+        store.append(storeAppend(key, 1)),
+        store.append({ ...storeAppend(key, 1), summary: "bad \u0000 byte" }),
+        store.append(storeAppend(key, 1)),
+      ]);
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ["fulfilled", "rejected", "fulfilled"],
+      );
+      const sequences = outcomes.flatMap((o) => (o.status === "fulfilled" && o.value.recorded ? [o.value.event.sequence] : []));
+      const status = await store.sessionStatus({ agentId: "main", key }, 0, 10);
+      assert.deepEqual(
+        status.changes!.events.map((e) => e.sequence),
+        sequences,
+      );
+      assert.equal(status.stateVersion, sequences[1]);
+      assert.ok(sequences[0]! < sequences[1]!);
+      // The next write goes on from the clock as it was committed.
+      const next = await store.append(storeAppend(key, 1));
+      assert.ok(next.recorded && next.event.sequence > sequences[1]!);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test("a batch that fails alone is reported failed, never as stored: its COMMIT comes back as a rollback", async () => {
+    const store = await openStore();
+    try {
+      await assert.rejects(store.append({ ...storeAppend("agent:main:alone", 1), summary: "\u0000" }));
+      const status = await store.sessionStatus({ agentId: "main", key: "agent:main:alone" }, 0, 10);
+      assert.equal(status.stateVersion, 0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test("appends through two stores on one schema (two replicas) take unique, increasing sequences and see each other's dedupe keys", async () => {
+    const schema = freshSchema();
+    const [a, b] = [await openStore(schema), await openStore(schema)];
+    try {
+      const both = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a : b).append({ ...storeAppend(`agent:main:s${i % 7}`, 1), dedupeKey: `k${i % 150}` })),
+      );
+      const recorded = both.filter((o) => o.recorded && !o.deduplicated);
+      assert.equal(recorded.length, 150, "one event per dedupe key");
+      const sequences = recorded.map((o) => (o.recorded ? o.event.sequence : 0));
+      assert.equal(new Set(sequences).size, 150);
+      for (const outcome of both) {
+        if (outcome.recorded && outcome.deduplicated) {
+          const original = recorded.find((o) => o.recorded && o.event.sequence === outcome.event.sequence);
+          assert.ok(original !== undefined, "a deduplicated append answers with the stored event");
+        }
+      }
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});
