@@ -24,6 +24,7 @@ import { PostgresStore } from "./store/postgres-store.js";
 import { isPostgresUrl, parsePostgresUrl, redactPostgresUrl } from "./store/postgres-url.js";
 import { SqliteStore } from "./store/sqlite-store.js";
 import type { StorageObserver } from "./store/storage-tracker.js";
+import { storeFaultOf } from "./store/store-errors.js";
 import type { Store } from "./store/store.js";
 import { SessionActivity } from "./upstream/session-activity.js";
 import { UpstreamMonitor } from "./upstream/upstream-monitor.js";
@@ -96,11 +97,14 @@ export async function startServer(config: Config, { logger, clock = systemClock,
         nodeId: config.nodeId,
         encodeEvent: encodeStateEvent,
         nowMs: () => clock.nowMs(),
-        onFeedError: (err) => storeLog.warn({ err }, "reading other replicas' changes failed; retrying"),
+        // While the database is away the probe says so once; any other failure of the feed is worth a warning.
+        onFeedError: (err) =>
+          storeFaultOf(err) === "unreachable"
+            ? storeLog.debug({ err }, "reading other replicas' changes failed; retrying")
+            : storeLog.warn({ err }, "reading other replicas' changes failed; retrying"),
       })
     : undefined;
-  const sqlite = postgres === undefined ? SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, storage) : undefined;
-  const store: Store = postgres ?? sqlite!;
+  const store: Store = postgres ?? SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, storage);
   const dbDescription = postgres === undefined ? config.dbPath : `${redactPostgresUrl(config.dbPath)} schema ${config.dbSchema}`;
   onStoreOpened?.(store);
   // Jobs that run on one replica at a time hold a lease; this process is one holder.
@@ -109,7 +113,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   metrics = new Metrics({
     openStreams: () => edge?.openStreams ?? 0,
     pendingNotices: () => store.countPendingNotices(),
-    databaseBytes: () => (postgres ?? sqlite!).databaseBytes(),
+    databaseBytes: () => store.databaseBytes(),
   });
   const retention = new Retention(
     store,
@@ -194,6 +198,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   health.setServing(true);
   // On PostgreSQL health follows the database: NOT_SERVING while it does not answer, SERVING once it does.
   let probe: NodeJS.Timeout | undefined;
+  let stopping = false;
   if (postgres !== undefined) {
     let probing = false;
     let reachable = true;
@@ -202,7 +207,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
       probing = true;
       void postgres.isReachable(databaseProbeTimeoutMs).then((now) => {
         probing = false;
-        if (now === reachable) return;
+        if (now === reachable || stopping) return;
         reachable = now;
         health.setServing(now);
         if (now) log.info("database reachable again: serving");
@@ -230,6 +235,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
 
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
+    stopping = true;
     if (probe !== undefined) clearInterval(probe);
     health.setServing(false);
     edge.shutDownCalls();

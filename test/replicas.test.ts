@@ -346,14 +346,20 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
       await waitFor(HealthCheckResponse_ServingStatus.SERVING);
       cluster.stop();
       await waitFor(HealthCheckResponse_ServingStatus.NOT_SERVING);
-      await assert.rejects(replica.clients.signalLog.append(goal(worker), { timeoutMs: 5000 }), (err: { code: number }) => {
-        assert.equal(err.code, 14, "UNAVAILABLE");
-        return true;
-      });
+      for (let i = 0; i < 20; i++) {
+        await assert.rejects(replica.clients.signalLog.append(goal(worker), { timeoutMs: 5000 }), (err: { code: number; details: string }) => {
+          assert.equal(err.code, 14, "UNAVAILABLE");
+          assert.equal(err.details, "database unavailable; retry later");
+          return true;
+        });
+      }
       cluster.start();
       await waitFor(HealthCheckResponse_ServingStatus.SERVING);
       const appended = await replica.clients.signalLog.append(goal(worker));
       assert.equal(appended.stateVersion, 2n);
+      // The outage is logged once, not once per refused call.
+      const errors = replica.process.stderr().split("\n").filter((line) => line.includes('"level":50'));
+      assert.deepEqual(errors.map((line) => (JSON.parse(line) as { msg: string }).msg), ["database unreachable: not serving"]);
     } finally {
       cluster.start();
       await replica.stop();

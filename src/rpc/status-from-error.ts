@@ -38,6 +38,10 @@ export function statusFromError(err: unknown, log: Logger, method: string): Pick
     case "unavailable":
       log.error({ err, method }, "database unavailable");
       return { code: GrpcStatus.UNAVAILABLE, details: "database unavailable; retry later" };
+    case "unreachable":
+      // Every call fails while the database is away: the health probe logs the outage once, not here.
+      log.debug({ err, method }, "database unreachable");
+      return { code: GrpcStatus.UNAVAILABLE, details: "database unavailable; retry later" };
     case undefined:
       break;
     default: {

@@ -19,6 +19,10 @@ export function connectPostgres(target: PostgresTarget, schema: string, durabili
     username: target.username,
     max,
     onnotice: () => {},
+    // Between failed connection attempts the driver holds queries back. Its default waits up to 20 s,
+    // which would hold every write of the replica for that long after the database returns; at most
+    // 1 s here (with jitter), in seconds as the driver takes it.
+    backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 1) * (0.5 + Math.random() / 2),
     types: {
       int8: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) },
     },

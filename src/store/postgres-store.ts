@@ -65,7 +65,7 @@ export interface PostgresStoreOptions {
   nodeId: string;
   encodeEvent: EventEncoder;
   nowMs: () => number;
-  /** Told when the feed catches up after a gap it could not read (e.g. the feed rows were pruned). */
+  /** Told when a read of other replicas' changes fails (it is tried again on the next wake-up or tick). */
   onFeedError?: (error: unknown) => void;
 }
 
@@ -91,7 +91,7 @@ export class PostgresStore implements Store {
     firstChangeSeq: number,
   ) {
     const channel = `sessionstate_${options.schema}`;
-    this.feed = new PairChangeFeed(sql, channel, firstChangeSeq, (changes) => this.announce(changes));
+    this.feed = new PairChangeFeed(sql, channel, firstChangeSeq, (changes) => this.announce(changes), options.onFeedError);
     this.writes = new PgGroupCommit(
       sql,
       channel,

@@ -7,8 +7,10 @@ export type StoreFault =
   | "busy"
   /** No space left: the write was not recorded. */
   | "full"
-  /** The database cannot be reached or failed to do I/O; retry later, perhaps elsewhere. */
-  | "unavailable";
+  /** The database failed to do I/O; retry later, perhaps elsewhere. */
+  | "unavailable"
+  /** The database server cannot be reached (connection refused or lost); health reports it once. */
+  | "unreachable";
 
 /** postgres.js's own errors when a connection is lost or cannot be made. */
 const driverConnectionCodes = new Set([
@@ -31,11 +33,12 @@ export function storeFaultOf(error: unknown): StoreFault | undefined {
   if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") return "busy";
   if (code === "SQLITE_FULL") return "full";
   if (code.startsWith("SQLITE_IOERR")) return "unavailable";
-  if (driverConnectionCodes.has(code)) return "unavailable";
+  if (driverConnectionCodes.has(code)) return "unreachable";
   if (/^[0-9A-Z]{5}$/u.test(code)) {
     // SQLSTATE classes: 08 connection, 57P admin shutdown and crash recovery, 53 insufficient resources.
     if (code === "53100") return "full";
-    if (code.startsWith("08") || code.startsWith("57P") || code.startsWith("53")) return "unavailable";
+    if (code.startsWith("08") || code.startsWith("57P")) return "unreachable";
+    if (code.startsWith("53")) return "unavailable";
     // Lock or statement timeouts, serialization failures and deadlocks: the write can be retried.
     if (code === "55P03" || code === "57014" || code === "40001" || code === "40P01") return "busy";
   }

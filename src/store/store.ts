@@ -84,6 +84,8 @@ export interface Store {
   recordOwnText(session: SessionId, digest: string, keep: number): Promise<void>;
   /** The session's remembered own-text digests, oldest first. */
   ownTextDigests(session: SessionId): Promise<string[]>;
+  /** The size of the stored state by file (SQLite: `db` and `wal`; PostgreSQL: the schema as `db`), in bytes. */
+  databaseBytes(): Promise<ReadonlyArray<readonly [file: string, bytes: number]>>;
   /** How many pairs have a pending notice. */
   countPendingNotices(): Promise<number>;
   /**
