@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { SessionStatusRequestSchema } from "../gen/sessionstate/v1/reconcile_pb.js";
+import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { SessionStateClient } from "../src/client/index.js";
 import { atFixedRate, connect, goal, human, type Clients } from "../test/helpers.js";
 import { startPostgresCluster } from "../test/postgres-cluster.js";
@@ -170,12 +171,13 @@ export async function postgresReplicas(ctx: BenchContext): Promise<void> {
     // h2load: raw Append calls, one SQLite process, one replica, two replicas (an h2load each, at once).
     // Every call is proven: the one session's state version is the number of events stored.
     if (await hasH2load()) {
-      const body = grpcBodyFile(ctx.work, "pg-append", ctx.appendBytes());
+      const h2Session = "agent:bench:subagent:h2load";
+      const body = grpcBodyFile(ctx.work, "pg-append", toBinary(AppendRequestSchema, create(AppendRequestSchema, goal(h2Session))));
       const perRun = h2loadShape.requests + h2loadShape.warmupRequests;
       const h2 = async (servers: Listening[]): Promise<number> => {
         const runs = await Promise.all(servers.map((s) => h2loadRate(`http://${s.address}/sessionstate.v1.SignalLog/Append`, body, s.child.pid!)));
         const clients = connect(servers[0]!.address, { ownConnection: true });
-        const stored = (await clients.reconcile.sessionStatus({ session: { key: "agent:bench:subagent:s0" } })).stateVersion;
+        const stored = (await clients.reconcile.sessionStatus({ session: { key: h2Session } })).stateVersion;
         clients.close();
         if (stored !== BigInt(perRun * servers.length)) throw new Error(`h2load: ${stored} events stored of ${perRun * servers.length} sent`);
         return runs.reduce((sum, run) => sum + run.requestsPerSec, 0);

@@ -22,10 +22,10 @@ import { atFixedRate, connect, human, storeAppend, type Clients } from "../test/
 import { etcdPutRate, etcdWatchLatency, startEtcd } from "./etcd-peer.js";
 import { grpcBodyFile, h2loadRate, h2loadShape, hasH2load, type H2loadRun } from "./h2load.js";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
-import { createServer } from "node:net";
 import { cpuSeconds, median, percentile, rssMb, sleep, spawnListening, unaryRate, type Listening } from "./lib.js";
 import { postgresReplicas } from "./postgres-replicas.js";
 import { postgresBinDir } from "../test/postgres-cluster.js";
+import { freePort } from "../test/process-helpers.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const resultsDir = join(root, "bench/results");
@@ -507,14 +507,6 @@ function report(machine: string, date: string): string {
 }
 
 /** A free loopback port, for a listener the benchmark must know the port of in advance. */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
-
 /** How many calls of `method` the server at metrics port `port` answered OK, from its own metrics. */
 async function okCalls(port: number, method: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();

@@ -8,16 +8,13 @@ import { describe, test } from "node:test";
 import { EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { SessionStateClient } from "../src/client/index.js";
 import { assertStatus, goal, human, startTestServer, status } from "./helpers.js";
+import { freePort } from "./process-helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
 
 async function unusedAddress(): Promise<string> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return `127.0.0.1:${port}`;
+  return `127.0.0.1:${await freePort()}`;
 }
 
 describe("client library", () => {

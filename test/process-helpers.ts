@@ -1,9 +1,19 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 
 /** The real program, as users run it. */
 export const binPath = fileURLToPath(new URL("../bin/sessionstate.js", import.meta.url));
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (for a server that must keep its port across restarts). */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
 
 /** A spawned `sessionstate` process. */
 export interface ServerProcess {

@@ -4,25 +4,16 @@
  * subscriber of the survivor gets every pending notice, and the client carries on through the survivor.
  */
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionStateClient } from "../../src/client/session-state-client.js";
 import { freshSchema, testCluster } from "../backend.js";
 import { connect, human, subscribe, type Clients } from "../helpers.js";
 import { skipWithoutPostgres } from "../postgres-cluster.js";
-import { spawnServer, type ServerProcess } from "../process-helpers.js";
+import { freePort, spawnServer, type ServerProcess } from "../process-helpers.js";
 
 const watchers = ["agent:main:w1", "agent:main:w2", "agent:main:subagent:w3"];
 const targets = Array.from({ length: 5 }, (_, i) => `agent:main:subagent:t${i}`);
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 /** Every event sequence of a session, paging through SessionStatus. */
 async function allEvents(clients: Clients, key: string): Promise<bigint[]> {
