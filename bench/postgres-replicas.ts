@@ -11,7 +11,8 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { SessionStatusRequestSchema } from "../gen/sessionstate/v1/reconcile_pb.js";
 import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { SessionStateClient } from "../src/client/index.js";
-import { atFixedRate, connect, goal, human, type Clients } from "../test/helpers.js";
+import { connect, goal, human, type Clients } from "../test/helpers.js";
+import { noticeLatency } from "./notice-latency.js";
 import { startPostgresCluster } from "../test/postgres-cluster.js";
 import { grpcBodyFile, h2loadRate, h2loadShape, hasH2load } from "./h2load.js";
 import { median, percentile, sleep, spawnListening, unaryRate, type Listening } from "./lib.js";
@@ -50,47 +51,6 @@ async function clientRate(address: string, gateways: number, loops: number, dura
   const rate = (calls / (performance.now() - started)) * 1000;
   for (const client of clients) client.close();
   return rate;
-}
-
-/**
- * Append (through `writer`) -> notice (on `reader`'s stream) latencies at a fixed rate over 1,000
- * watched pairs, the reader acking each notice as it arrives.
- */
-async function noticeLatency(writer: Clients, reader: Clients, tag: string, ratePerSec: number, durationMs: number): Promise<number[]> {
-  const watchers = Array.from({ length: 10 }, (_, i) => `agent:bench:${tag}w${i}`);
-  const targets: string[] = [];
-  for (const [w, watcher] of watchers.entries()) {
-    for (let i = 0; i < 100; i++) {
-      const target = `agent:bench:subagent:${tag}-${w}-${i}`;
-      targets.push(target);
-      await writer.watch.watch({ watcherSessionKey: watcher, target: { key: target } });
-    }
-  }
-  const sentAt = new Map<bigint, number>();
-  const arrivedAt = new Map<bigint, number>();
-  const stream = reader.watch.subscribeStaleNotices({ watcherKeyPrefixes: [`agent:bench:${tag}w`] }, { timeoutMs: 600_000 });
-  const reading = (async () => {
-    try {
-      for await (const item of stream) {
-        if (item.message.case !== "notice") continue;
-        const notice = item.message.value;
-        arrivedAt.set(notice.notifiedVersion, performance.now());
-        reader.watch
-          .ackNotices({ acks: [{ watcherSessionKey: notice.watcherSessionKey, target: notice.target, notifiedVersion: notice.notifiedVersion }] })
-          .catch(() => undefined);
-      }
-    } catch {
-      // cancelled at the end
-    }
-  })();
-  await sleep(300);
-  await atFixedRate(ratePerSec, durationMs, (i, began) =>
-    writer.signalLog.append(human(targets[(i * 7919) % targets.length]!)).then((res) => void sentAt.set(res.event!.sequence, began)),
-  );
-  await sleep(1000);
-  stream.cancel();
-  await reading;
-  return [...arrivedAt].flatMap(([sequence, at]) => (sentAt.has(sequence) ? [at - sentAt.get(sequence)!] : [])).sort((a, b) => a - b);
 }
 
 export async function postgresReplicas(ctx: BenchContext): Promise<void> {

@@ -18,11 +18,12 @@ import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { SessionStateClient } from "../src/client/index.js";
 import { encodeStateEvent } from "../src/codec/event-codec.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
-import { atFixedRate, connect, human, storeAppend, type Clients } from "../test/helpers.js";
+import { atFixedRate, connect, human, storeAppend } from "../test/helpers.js";
 import { etcdPutRate, etcdWatchLatency, startEtcd } from "./etcd-peer.js";
 import { grpcBodyFile, h2loadRate, h2loadShape, hasH2load, type H2loadRun } from "./h2load.js";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { cpuSeconds, median, percentile, rssMb, sleep, spawnListening, unaryRate, type Listening } from "./lib.js";
+import { noticeLatency } from "./notice-latency.js";
 import { postgresReplicas } from "./postgres-replicas.js";
 import { postgresBinDir } from "../test/postgres-cluster.js";
 import { freePort } from "../test/process-helpers.js";
@@ -111,49 +112,6 @@ async function appendThroughput(echo: Listening): Promise<void> {
   }
 }
 
-/** 2. Append -> notice latency at a fixed rate over 1,000 watched pairs, the subscriber acking as it receives. */
-async function noticeLatency(clients: Clients, ratePerSec: number, durationMs: number): Promise<number[]> {
-  const watchers = Array.from({ length: 10 }, (_, i) => `agent:bench:w${i}`);
-  const targets: string[] = [];
-  for (const [w, watcher] of watchers.entries()) {
-    for (let i = 0; i < 100; i++) {
-      const target = `agent:bench:subagent:r${ratePerSec}-${w}-${i}`;
-      targets.push(target);
-      await clients.watch.watch({ watcherSessionKey: watcher, target: { key: target } });
-    }
-  }
-  const sentAt = new Map<bigint, number>();
-  const arrivedAt = new Map<bigint, number>();
-  const stream = clients.watch.subscribeStaleNotices({ watcherKeyPrefixes: ["agent:bench:w"] }, { timeoutMs: 600_000 });
-  const reading = (async () => {
-    try {
-      for await (const item of stream) {
-        if (item.message.case !== "notice") continue;
-        const notice = item.message.value;
-        arrivedAt.set(notice.notifiedVersion, performance.now());
-        clients.watch
-          .ackNotices({ acks: [{ watcherSessionKey: notice.watcherSessionKey, target: notice.target, notifiedVersion: notice.notifiedVersion }] })
-          .catch(() => undefined);
-      }
-    } catch {
-      // cancelled at the end
-    }
-  })();
-  await sleep(200);
-  await atFixedRate(ratePerSec, durationMs, (i, began) =>
-    clients.signalLog.append(human(targets[(i * 7919) % targets.length]!)).then((res) => void sentAt.set(res.event!.sequence, began)),
-  );
-  await sleep(500);
-  stream.cancel();
-  await reading;
-  return [...arrivedAt]
-    .flatMap(([sequence, at]) => {
-      const began = sentAt.get(sequence);
-      return began === undefined ? [] : [at - began];
-    })
-    .sort((a, b) => a - b);
-}
-
 /**
  * A latency measurement run once to warm up (JIT, caches; discarded), then `rounds` times: the median
  * over rounds of each run's p50, p99 and max, and every sample for the chart.
@@ -194,7 +152,7 @@ async function noticeLatencies(echo: Listening): Promise<void> {
   const clients = connect(server.address);
   try {
     for (const rate of [100, 500]) {
-      const latency = await latencyRounds((ms) => noticeLatency(clients, rate, ms));
+      const latency = await latencyRounds((ms) => noticeLatency(clients, clients, `r${rate}`, rate, ms));
       curves[`sessionstate append → notice, ${rate}/s`] = latency.all;
       results[`notice_p50_ms_${rate}`] = latency.p50;
       results[`notice_p99_ms_${rate}`] = latency.p99;

@@ -171,6 +171,18 @@ export function connect(address: string, { ownConnection = false } = {}) {
 }
 export type Clients = ReturnType<typeof connect>;
 
+/** Every event sequence a session holds, ascending, paging through SessionStatus. */
+export async function allEventSequences(clients: Clients, key: string): Promise<bigint[]> {
+  const sequences: bigint[] = [];
+  let since = 0n;
+  for (;;) {
+    const page = await clients.reconcile.sessionStatus({ session: { key }, changesSince: since });
+    sequences.push(...page.stateChanges!.events.map((e) => e.sequence));
+    if (!page.stateChanges!.truncated) return sequences;
+    since = sequences.at(-1)!;
+  }
+}
+
 /** Channels opened by `connect` and not closed yet, with their addresses: a test server checks them at teardown. */
 const openChannels = new Map<Client, string>();
 

@@ -17,7 +17,7 @@ import type { EventKind as KindName } from "../src/domain/event.js";
 import { freshSchema, testCluster } from "./backend.js";
 import { ReferenceModel } from "./reference-model.js";
 import { skipWithoutPostgres, type PostgresCluster } from "./postgres-cluster.js";
-import { connect, goal, human, subscribe, tempDir, type Clients } from "./helpers.js";
+import { allEventSequences, connect, goal, human, subscribe, tempDir, type Clients } from "./helpers.js";
 import { runCli, spawnServer, type ServerProcess } from "./process-helpers.js";
 
 const boss = "agent:main:boss";
@@ -197,16 +197,7 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
       await Promise.all(appenders);
       assert.deepEqual(failures, []);
       assert.ok(acknowledged.length > before + 50, `appends went on after the kill (${before} -> ${acknowledged.length})`);
-      const stored: bigint[] = [];
-      for (const key of sessions) {
-        let since = 0n;
-        for (;;) {
-          const page = await b.clients.reconcile.sessionStatus({ session: { key }, changesSince: since });
-          stored.push(...page.stateChanges!.events.map((e) => e.sequence));
-          if (!page.stateChanges!.truncated) break;
-          since = stored.at(-1)!;
-        }
-      }
+      const stored = (await Promise.all(sessions.map((key) => allEventSequences(b.clients, key)))).flat();
       assert.deepEqual(
         [...stored].sort((x, y) => (x < y ? -1 : 1)),
         [...acknowledged].sort((x, y) => (x < y ? -1 : 1)),

@@ -2,23 +2,11 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { connect, human, tempDir, type Clients } from "../helpers.js";
+import { allEventSequences, connect, human, tempDir } from "../helpers.js";
 import { spawnServer } from "../process-helpers.js";
 
 const watchers = ["agent:main:w1", "agent:main:w2", "agent:main:subagent:w3"];
 const targets = Array.from({ length: 5 }, (_, i) => `agent:main:subagent:t${i}`);
-
-/** Every event of a session, paging through SessionStatus. */
-async function allEvents(clients: Clients, key: string): Promise<bigint[]> {
-  const sequences: bigint[] = [];
-  let since = 0n;
-  for (;;) {
-    const page = await clients.reconcile.sessionStatus({ session: { key }, changesSince: since });
-    sequences.push(...page.stateChanges!.events.map((e) => e.sequence));
-    if (!page.stateChanges!.truncated) return sequences;
-    since = sequences.at(-1)!;
-  }
-}
 
 describe("crash safety", () => {
   test("SIGKILL at random moments, five times, loses no acknowledged event and breaks no cursor", async () => {
@@ -65,7 +53,7 @@ describe("crash safety", () => {
       try {
         const heads = new Map<string, bigint>();
         for (const target of targets) {
-          const events = await allEvents(clients, target);
+          const events = await allEventSequences(clients, target);
           const status = await clients.reconcile.sessionStatus({ session: { key: target } });
           const highest = events.reduce((a, b) => (a > b ? a : b), 0n);
           assert.equal(status.stateVersion, highest, `${target}: head equals its highest sequence`);

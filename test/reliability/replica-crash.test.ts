@@ -8,24 +8,12 @@ import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionStateClient } from "../../src/client/session-state-client.js";
 import { freshSchema, testCluster } from "../backend.js";
-import { connect, human, subscribe, type Clients } from "../helpers.js";
+import { allEventSequences, connect, human, subscribe } from "../helpers.js";
 import { skipWithoutPostgres } from "../postgres-cluster.js";
 import { freePort, spawnServer, type ServerProcess } from "../process-helpers.js";
 
 const watchers = ["agent:main:w1", "agent:main:w2", "agent:main:subagent:w3"];
 const targets = Array.from({ length: 5 }, (_, i) => `agent:main:subagent:t${i}`);
-
-/** Every event sequence of a session, paging through SessionStatus. */
-async function allEvents(clients: Clients, key: string): Promise<bigint[]> {
-  const sequences: bigint[] = [];
-  let since = 0n;
-  for (;;) {
-    const page = await clients.reconcile.sessionStatus({ session: { key }, changesSince: since });
-    sequences.push(...page.stateChanges!.events.map((e) => e.sequence));
-    if (!page.stateChanges!.truncated) return sequences;
-    since = sequences.at(-1)!;
-  }
-}
 
 describe("replica crash safety", { skip: skipWithoutPostgres() }, () => {
   test("SIGKILL one of two replicas at random moments, five times: nothing acknowledged is lost or doubled, every pending notice reaches the survivor's subscribers", async () => {
@@ -67,7 +55,7 @@ describe("replica crash safety", { skip: skipWithoutPostgres() }, () => {
 
         const survivor = connect(replicas[1 - victim]!.address, { ownConnection: true });
         try {
-          const stored = (await Promise.all(targets.map((target) => allEvents(survivor, target)))).flat();
+          const stored = (await Promise.all(targets.map((target) => allEventSequences(survivor, target)))).flat();
           assert.deepEqual(
             [...stored].sort((x, y) => (x < y ? -1 : 1)),
             [...acknowledged].sort((x, y) => (x < y ? -1 : 1)),
