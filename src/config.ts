@@ -35,7 +35,7 @@ export interface Config {
   monitorIntervalMs: number;
   /** Longest transcript line classified whole; a longer one holds its link's marker. */
   maxLineBytes: number;
-  /** Text prefixes of user rows that no person typed. */
+  /** Text prefixes of user rows that no person typed: the built-in ones and any configured in addition. */
   syntheticPrefixes: readonly string[];
   /** Bearer tokens file; undefined turns authentication off (then only loopback may be bound). */
   tokensFile: string | undefined;
@@ -242,7 +242,10 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
     } catch {
       parsed = undefined;
     }
-    if (Array.isArray(parsed) && parsed.every((p) => typeof p === "string" && p !== "")) config.syntheticPrefixes = parsed as string[];
+    // The built-in prefixes are the floor: configured ones add to them (SPEC §8.1).
+    if (Array.isArray(parsed) && parsed.every((p) => typeof p === "string" && p !== "")) {
+      config.syntheticPrefixes = [...defaultSyntheticPrefixes, ...(parsed as string[])];
+    }
     else problems.push(`${prefixes.source}: must be a JSON array of non-empty strings`);
   }
   const listen = raw("listen");

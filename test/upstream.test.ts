@@ -83,6 +83,28 @@ describe("Upstream: adopted sessions and the monitor", () => {
     stream.call.cancel();
   });
 
+  test("a prompt queued while the agent was busy counts; a queued task notification, a bash notification and a tool result beside text do not", async () => {
+    await adoptLocal();
+    await t.watch.watch({ watcherSessionKey: W, target: { key: S } });
+    const at = new Date(t.clock.nowMs() - 30_000).toISOString();
+    appendFileSync(
+      file,
+      row({
+        type: "attachment",
+        attachment: { type: "queued_command", prompt: "<task-notification>done</task-notification>", commandMode: "task-notification", origin: { kind: "task-notification" } },
+      }) +
+        prompt("<bash-notification>shell exited</bash-notification>", at) +
+        row({ type: "user", message: { role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: "Tool loaded." }, { type: "text", text: "Tool loaded." }] } }) +
+        row({ type: "attachment", attachment: { type: "queued_command", prompt: "and check the logs", commandMode: "prompt", origin: { kind: "human" } }, timestamp: at }),
+    );
+    const scan = await t.upstream.scanNow({});
+    assert.deepEqual([scan.linksScanned, scan.eventsRecorded], [1, 1]);
+    const events = await eventsOf();
+    assert.deepEqual(events.map((e) => e.kind), [EventKind.ADOPTED, EventKind.HUMAN_DIRECT_MESSAGE]);
+    assert.equal(events[1]!.payload?.turns, 0, "one human turn");
+    assert.equal(timestampMs(events[1]!.occurredAt!), Date.parse(at));
+  });
+
   test("no growth records nothing; a pass without human turns only advances the marker", async () => {
     const adopted = await adoptLocal();
     await t.watch.watch({ watcherSessionKey: W, target: { key: S } });
