@@ -85,6 +85,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly monitorRows = new Counter({
+    name: "sessionstate_monitor_rows_total",
+    help: "Transcript rows the monitor read, by class (human, injected, tool, other); a row is counted when its scan commits.",
+    labelNames: ["class"] as const,
+    registers: [this.registry],
+  });
+
   constructor(sources: MetricsSources) {
     const registry = this.registry;
     new Gauge({

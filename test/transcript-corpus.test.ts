@@ -14,6 +14,7 @@ import { startTestServer, tempDir } from "./helpers.js";
 
 interface Label {
   human: boolean;
+  class: "human" | "injected" | "tool" | "other";
   rule: string;
   from: string;
   version: string | null;
@@ -42,7 +43,8 @@ describe("the Claude Code classifier on real rows", () => {
       file.rows.forEach((row, i) => {
         const label = file.labels[i]!;
         const verdict = classifyTranscriptLine(row, defaultSyntheticPrefixes);
-        assert.equal(verdict.human, label.human, `${file.name} line ${i + 1} (${label.from}, ${label.rule})`);
+        assert.equal(verdict.human ? "human" : verdict.rowClass, label.class, `${file.name} line ${i + 1} (${label.from}, ${label.rule})`);
+        assert.equal(verdict.human, label.human);
         rows++;
         if (label.human) humans++;
       });
@@ -55,7 +57,11 @@ describe("the Claude Code classifier on real rows", () => {
     const root = tempDir();
     const file = join(realpathSync(root.dir), "session.jsonl");
     writeFileSync(file, "");
-    const t = await startTestServer({ transcriptRoot: realpathSync(root.dir), monitorIntervalMs: 86_400_000 });
+    const t = await startTestServer({
+      transcriptRoot: realpathSync(root.dir),
+      monitorIntervalMs: 86_400_000,
+      metricsListen: { host: "127.0.0.1", port: 0 },
+    });
     try {
       const key = "agent:main:adopted";
       await t.upstream.adopt({ session: { key }, catalogId: "claude", hostId: "h", source: { case: "localTranscript", value: { path: file } } });
@@ -72,6 +78,12 @@ describe("the Claude Code classifier on real rows", () => {
       const events = (await t.reconcile.sessionStatus({ session: { key }, changesSince: 0n })).stateChanges!.events;
       assert.equal(events.filter((e) => e.kind === EventKind.HUMAN_DIRECT_MESSAGE).length, expected);
       assert.equal(expected, labels.filter((l) => l.human).length);
+      // The metrics say what the monitor counted, by class, exactly as labelled.
+      const metrics = await (await fetch(`http://127.0.0.1:${t.server.metricsPort}/metrics`)).text();
+      for (const rowClass of ["human", "injected", "tool", "other"]) {
+        const counted = new RegExp(`sessionstate_monitor_rows_total\\{class="${rowClass}"\\} (\\d+)`).exec(metrics)?.[1] ?? "0";
+        assert.equal(Number(counted), labels.filter((l) => l.class === rowClass).length, `rows of class ${rowClass}`);
+      }
     } finally {
       await t.dispose();
       root.remove();

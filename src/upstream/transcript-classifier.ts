@@ -18,8 +18,20 @@ export const defaultSyntheticPrefixes: readonly string[] = [
   "<cross-session-message",
 ];
 
+/**
+ * The class of a row that is not a human turn, for the monitor's counts: `injected`, written as a user
+ * turn by the CLI or a gateway (notifications, command output, meta and compaction rows, queued
+ * notifications, the gateway's own echo); `tool`, a tool's result; `other`, everything else (the agent's
+ * own rows, system and bookkeeping rows, sub-agents' rows, malformed lines).
+ */
+export type NonHumanClass = "injected" | "tool" | "other";
+
 /** A transcript row's verdict. `text` and `timestampMs` are set for human turns only. */
-export type RowVerdict = { human: false } | { human: true; text: string; timestampMs?: number };
+export type RowVerdict = { human: false; rowClass: NonHumanClass } | { human: true; text: string; timestampMs?: number };
+
+const injected: RowVerdict = { human: false, rowClass: "injected" };
+const toolRow: RowVerdict = { human: false, rowClass: "tool" };
+const otherRow: RowVerdict = { human: false, rowClass: "other" };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -57,13 +69,14 @@ function humanVerdict(text: string, timestampMs: number | undefined): RowVerdict
  * prefix. Slash commands, bash-mode input and interruption markers are a person acting: human.
  */
 function userRowVerdict(row: Record<string, unknown>, syntheticPrefixes: readonly string[]): RowVerdict {
-  if (row.isMeta === true || row.isCompactSummary === true) return { human: false };
+  if (row.isMeta === true || row.isCompactSummary === true) return injected;
   const message = row.message;
-  if (!isRecord(message) || message.role !== "user") return { human: false };
+  if (!isRecord(message) || message.role !== "user") return otherRow;
   const { content } = message;
-  if (Array.isArray(content) && content.some((block) => isRecord(block) && block.type === "tool_result")) return { human: false };
+  if (Array.isArray(content) && content.some((block) => isRecord(block) && block.type === "tool_result")) return toolRow;
   const text = textOfContent(content);
-  if (text === undefined || isSyntheticText(text, syntheticPrefixes)) return { human: false };
+  if (text === undefined) return otherRow;
+  if (isSyntheticText(text, syntheticPrefixes)) return injected;
   return humanVerdict(text, timestampOf(row.timestamp));
 }
 
@@ -74,11 +87,12 @@ function userRowVerdict(row: Record<string, unknown>, syntheticPrefixes: readonl
  */
 function attachmentVerdict(row: Record<string, unknown>, syntheticPrefixes: readonly string[]): RowVerdict {
   const attachment = row.attachment;
-  if (!isRecord(attachment) || attachment.type !== "queued_command") return { human: false };
+  if (!isRecord(attachment) || attachment.type !== "queued_command") return otherRow;
   const typedByPerson = isRecord(attachment.origin) ? attachment.origin.kind === "human" : attachment.commandMode === "prompt";
-  if (!typedByPerson) return { human: false };
+  if (!typedByPerson) return injected;
   const text = textOfContent(attachment.prompt);
-  if (text === undefined || isSyntheticText(text, syntheticPrefixes)) return { human: false };
+  if (text === undefined) return otherRow;
+  if (isSyntheticText(text, syntheticPrefixes)) return injected;
   return humanVerdict(text, timestampOf(row.timestamp, attachment.timestamp));
 }
 
@@ -93,16 +107,17 @@ export function classifyTranscriptLine(line: string, syntheticPrefixes: readonly
   try {
     row = JSON.parse(line);
   } catch {
-    return { human: false };
+    return otherRow;
   }
-  if (!isRecord(row) || row.isSidechain === true || hasOtherOrigin(row.origin)) return { human: false };
+  if (!isRecord(row) || row.isSidechain === true) return otherRow;
+  if (hasOtherOrigin(row.origin)) return injected;
   switch (row.type) {
     case "user":
       return userRowVerdict(row, syntheticPrefixes);
     case "attachment":
       return attachmentVerdict(row, syntheticPrefixes);
     default:
-      return { human: false };
+      return otherRow;
   }
 }
 

@@ -10,7 +10,10 @@ import type { SessionId } from "../domain/session-key.js";
 import type { Store } from "../store/store.js";
 import type { AppendInput, LinkRecord, ScanCommit } from "../domain/records.js";
 import type { SessionActivity } from "./session-activity.js";
-import { classifyTranscriptLine, isSyntheticText } from "./transcript-classifier.js";
+import { classifyTranscriptLine, isSyntheticText, type NonHumanClass } from "./transcript-classifier.js";
+
+/** The classes of transcript rows the monitor counts. */
+type RowClass = "human" | NonHumanClass;
 import { readCompleteLines } from "./transcript-reader.js";
 
 /** Consecutive definite misses after which a link's source counts as gone. */
@@ -143,6 +146,7 @@ export class UpstreamMonitor {
     const isOwnEcho = await this.activity.ownEchoTest(link.session);
     const path = link.source.slice(fileSourcePrefix.length);
     const offset = Number(link.marker);
+    const rows: Record<RowClass, number> = { human: 0, injected: 0, tool: 0, other: 0 };
     let finding: ScanFinding;
     let held = false;
     try {
@@ -156,7 +160,16 @@ export class UpstreamMonitor {
         let newestHumanAtMs = Number.NEGATIVE_INFINITY;
         const read = await readCompleteLines(path, offset, this.settings.maxLineBytes, (line) => {
           const verdict = classifyTranscriptLine(line.toString("utf8"), this.settings.syntheticPrefixes);
-          if (!verdict.human || isOwnEcho(verdict.text)) return;
+          if (!verdict.human) {
+            rows[verdict.rowClass]++;
+            return;
+          }
+          // The gateway's own text coming back is something it injected, not a person acting.
+          if (isOwnEcho(verdict.text)) {
+            rows.injected++;
+            return;
+          }
+          rows.human++;
           humanTurns++;
           newestHumanAtMs = Math.max(newestHumanAtMs, verdict.timestampMs ?? info.mtimeMs);
         });
@@ -182,7 +195,16 @@ export class UpstreamMonitor {
     if (runAfter.active || runAfter.starts !== runBefore.starts) return "discarded";
     const committed = await this.store.commitScan(link, this.commitOf(link, finding));
     if (!committed.committed) return "discarded";
+    this.countRows(link, rows);
     return { recorded: committed.event !== undefined, held };
+  }
+
+  /** Reports what a committed scan read, by class: the metric, and one log line when it read any row. */
+  private countRows(link: LinkRecord, rows: Record<RowClass, number>): void {
+    for (const [rowClass, count] of Object.entries(rows)) if (count > 0) this.metrics?.monitorRows.inc({ class: rowClass }, count);
+    if (rows.human + rows.injected + rows.tool + rows.other > 0) {
+      this.log.info({ agentId: link.session.agentId, catalogId: link.catalogId, rows }, "transcript rows read");
+    }
   }
 
   /** Turns a finding into the durable change: an event (if any), the new marker and the miss streak. */
