@@ -124,15 +124,17 @@ export class PostgresStore implements Store {
             SELECT c.* FROM cursors AS c
             JOIN unnest(${[...targets.values()].map((t) => t.agentId)}::text[], ${[...targets.values()].map((t) => t.key)}::text[]) AS t (a, k)
               ON c.target_agent_id = t.a AND c.target_key = t.k`.execute();
+    // Both are under way: awaited together, so a failed transaction never leaves one rejection unhandled.
+    const [eventRows, cursorRows] = await Promise.all([events, cursors]);
     const prefetched: Prefetched = {
       eventsByDedupeKey: new Map(),
       dedupeKeys,
       cursorsByTarget: new Map([...targets.keys()].map((key) => [key, []])),
     };
-    for (const row of await events) {
+    for (const row of eventRows) {
       prefetched.eventsByDedupeKey.set(row.dedupe_key, { event: eventFromRow(row), stateVersion: row.state_version });
     }
-    for (const row of await cursors) {
+    for (const row of cursorRows) {
       const cursor = cursorFromRow(row);
       prefetched.cursorsByTarget.get(targetKeyOf(cursor.target))!.push(cursor);
     }
@@ -164,7 +166,7 @@ export class PostgresStore implements Store {
     return () => this.listeners.delete(listener);
   }
 
-  /** Runs one write in a transaction of its own kind (group-committed with whatever else is queued). */
+  /** Runs one write, group-committed with whatever else is queued (it names no rows to read up front). */
   private runWrite<T>(write: (ctx: PgWriteContext) => Promise<WriteResult<T>>): Promise<T> {
     return this.writes.enqueue(write);
   }
