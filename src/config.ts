@@ -7,7 +7,7 @@ import type { Durability } from "./store/open-database.js";
 import { isValidSchemaName } from "./store/postgres-schema.js";
 import { isPostgresUrl, parsePostgresUrl } from "./store/postgres-url.js";
 import { TokenRegistry } from "./rpc/tokens.js";
-import { defaultSyntheticPrefixes } from "./upstream/transcript-classifier.js";
+import { defaultSyntheticPrefixes } from "./upstream/claude-classifier.js";
 
 /** Every setting of `sessionstate serve`. */
 export interface Config {

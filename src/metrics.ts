@@ -80,7 +80,7 @@ export class Metrics {
   });
   readonly monitorLinks = new Counter({
     name: "sessionstate_monitor_links_total",
-    help: "Upstream links checked, by outcome (scanned, recorded, held, discarded, failed).",
+    help: "Upstream links checked, by outcome (scanned, recorded, held, discarded, unclassifiable, failed).",
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });
@@ -89,6 +89,12 @@ export class Metrics {
     name: "sessionstate_monitor_rows_total",
     help: "Transcript rows the monitor read, by class (human, injected, tool, other); a row is counted when its scan commits.",
     labelNames: ["class"] as const,
+    registers: [this.registry],
+  });
+  readonly monitorLongLines = new Counter({
+    name: "sessionstate_monitor_long_lines_total",
+    help: "Transcript lines longer than --max-line-bytes, classified by streaming, by outcome (classified, malformed, too-complex).",
+    labelNames: ["outcome"] as const,
     registers: [this.registry],
   });
 

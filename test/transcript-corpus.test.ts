@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
 import { EventKind } from "../gen/sessionstate/v1/types_pb.js";
-import { classifyTranscriptLine, defaultSyntheticPrefixes } from "../src/upstream/transcript-classifier.js";
+import { claudeClassifier, defaultSyntheticPrefixes } from "../src/upstream/claude-classifier.js";
+import { classifyLine } from "../src/upstream/transcript-catalogs.js";
 import { startTestServer, tempDir } from "./helpers.js";
 
 interface Label {
@@ -42,7 +43,7 @@ describe("the Claude Code classifier on real rows", () => {
     for (const file of corpus()) {
       file.rows.forEach((row, i) => {
         const label = file.labels[i]!;
-        const verdict = classifyTranscriptLine(row, defaultSyntheticPrefixes);
+        const verdict = classifyLine(claudeClassifier, row, { syntheticPrefixes: defaultSyntheticPrefixes });
         assert.equal(verdict.human ? "human" : verdict.rowClass, label.class, `${file.name} line ${i + 1} (${label.from}, ${label.rule})`);
         assert.equal(verdict.human, label.human);
         rows++;

@@ -2,13 +2,16 @@ import assert from "node:assert/strict";
 import { appendFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { classifyTranscriptLine, defaultSyntheticPrefixes } from "../src/upstream/transcript-classifier.js";
-import { readCompleteLines } from "../src/upstream/transcript-reader.js";
+import { claudeClassifier, defaultSyntheticPrefixes } from "../src/upstream/claude-classifier.js";
+import { classifyLine } from "../src/upstream/transcript-catalogs.js";
+import { type LineSink, readCompleteLines } from "../src/upstream/transcript-reader.js";
 import { normalizeUserText, SessionActivity } from "../src/upstream/session-activity.js";
 import { loadConfig } from "../src/config.js";
 import { FakeClock, openTestStore, tempDir } from "./helpers.js";
 
-const classify = (row: unknown) => classifyTranscriptLine(typeof row === "string" ? row : JSON.stringify(row), defaultSyntheticPrefixes);
+const classifyWithPrefixes = (row: unknown, syntheticPrefixes: readonly string[]) =>
+  classifyLine(claudeClassifier, typeof row === "string" ? row : JSON.stringify(row), { syntheticPrefixes });
+const classify = (row: unknown) => classifyWithPrefixes(row, defaultSyntheticPrefixes);
 const user = (content: unknown, extra: Record<string, unknown> = {}) => ({
   type: "user",
   message: { role: "user", content },
@@ -22,19 +25,21 @@ const queued = (prompt: unknown, extra: Record<string, unknown> = {}) => ({
   timestamp: "2026-12-01T11:31:00.000Z",
 });
 
-describe("transcript classifier", () => {
+describe("Claude Code transcript classifier", () => {
   test("a typed user prompt is a human turn, with its timestamp", () => {
     assert.deepEqual(classify(user("fix the build")), {
       human: true,
       text: "fix the build",
+      textCut: false,
       timestampMs: Date.parse("2026-12-01T11:30:00.000Z"),
     });
     assert.deepEqual(classify(user([{ type: "text", text: "look" }, { type: "image" }])), {
       human: true,
       text: "look",
+      textCut: false,
       timestampMs: Date.parse("2026-12-01T11:30:00.000Z"),
     });
-    assert.deepEqual(classify(user("no time", { timestamp: "yesterday-ish" })), { human: true, text: "no time" });
+    assert.deepEqual(classify(user("no time", { timestamp: "yesterday-ish" })), { human: true, text: "no time", textCut: false });
   });
 
   test("slash commands, bash-mode input and interruptions are a person acting on the session: human", () => {
@@ -43,15 +48,15 @@ describe("transcript classifier", () => {
       "<bash-input>git status</bash-input>",
       "[Request interrupted by user for tool use]",
     ]) {
-      assert.deepEqual(classify(user(text)), { human: true, text, timestampMs: Date.parse("2026-12-01T11:30:00.000Z") }, text);
+      assert.deepEqual(classify(user(text)), { human: true, text, textCut: false, timestampMs: Date.parse("2026-12-01T11:30:00.000Z") }, text);
     }
     assert.deepEqual(classify(user([{ type: "text", text: "[Request interrupted by user]" }])).human, true);
   });
 
   test("a queued_command a person typed while the agent was busy is human: origin human, or no origin and commandMode prompt", () => {
     const at = Date.parse("2026-12-01T11:31:00.000Z");
-    assert.deepEqual(classify(queued("also check the logs", { origin: { kind: "human" } })), { human: true, text: "also check the logs", timestampMs: at });
-    assert.deepEqual(classify(queued("and convert the prices to euros")), { human: true, text: "and convert the prices to euros", timestampMs: at });
+    assert.deepEqual(classify(queued("also check the logs", { origin: { kind: "human" } })), { human: true, text: "also check the logs", textCut: false, timestampMs: at });
+    assert.deepEqual(classify(queued("and convert the prices to euros")), { human: true, text: "and convert the prices to euros", textCut: false, timestampMs: at });
     assert.deepEqual(classify(queued([{ type: "text", text: "see this" }, { type: "image" }], { origin: { kind: "human" } })).human, true);
   });
 
@@ -113,7 +118,7 @@ describe("transcript classifier", () => {
   test("configured synthetic prefixes add to the built-in ones; they never replace them", () => {
     const config = loadConfig(["--synthetic-prefixes", '["<my-gateway-relay>"]'], {});
     assert.deepEqual(config.syntheticPrefixes, [...defaultSyntheticPrefixes, "<my-gateway-relay>"]);
-    const classifyWith = (text: string) => classifyTranscriptLine(JSON.stringify(user(text)), config.syntheticPrefixes).human;
+    const classifyWith = (text: string) => classifyWithPrefixes(user(text), config.syntheticPrefixes).human;
     assert.equal(classifyWith("<my-gateway-relay>from telegram"), false);
     assert.equal(classifyWith("<task-notification>done</task-notification>"), false);
     assert.equal(classifyWith("a real prompt"), true);
@@ -145,37 +150,85 @@ describe("transcript classifier", () => {
 });
 
 describe("transcript reader", () => {
+  /** A sink that collects whole lines, and long lines as the pieces they were streamed in. */
+  const collector = () => {
+    const lines: string[] = [];
+    const long: { pieces: number; text: string; ended: boolean }[] = [];
+    const sink: LineSink = {
+      line: (bytes) => lines.push(bytes.toString()),
+      longLine: () => {
+        const entry = { pieces: 0, text: "", ended: false };
+        long.push(entry);
+        return {
+          write: async (piece) => {
+            entry.pieces++;
+            entry.text += piece.toString();
+          },
+          end: async () => {
+            entry.ended = true;
+          },
+        };
+      },
+    };
+    return { lines, long, sink };
+  };
+
   test("reads complete lines only, in order, and leaves a partial line for later", async () => {
     const dir = tempDir();
     try {
       const path = join(dir.dir, "t.jsonl");
       writeFileSync(path, "one\ntwo\nthr");
-      const lines: string[] = [];
-      const first = await readCompleteLines(path, 0, 1024, (line) => lines.push(line.toString()));
+      const { lines, sink } = collector();
+      const first = await readCompleteLines(path, 0, 1024, sink);
       assert.deepEqual(lines, ["one", "two"]);
       assert.deepEqual(first, { endOffset: 8 });
       appendFileSync(path, "ee\n");
-      const second = await readCompleteLines(path, first.endOffset, 1024, (line) => lines.push(line.toString()));
+      const second = await readCompleteLines(path, first.endOffset, 1024, sink);
       assert.deepEqual(lines, ["one", "two", "three"]);
       assert.deepEqual(second, { endOffset: 14 });
+      assert.deepEqual(await readCompleteLines(path, 0, 1024, collector().sink, 1), { endOffset: 4 }, "maxLines stops after the first line");
     } finally {
       dir.remove();
     }
   });
 
-  test("lines spanning many chunks are whole; a line over the limit holds the offset at its start", async () => {
+  test("lines spanning many chunks are whole; a line over the limit streams in pieces, and reading goes on after it", async () => {
     const dir = tempDir();
     try {
       const path = join(dir.dir, "big.jsonl");
       const long = "a".repeat(200_000);
-      writeFileSync(path, `x\n${long}\n${"b".repeat(300_001)}\nafter\n`);
-      const lengths: number[] = [];
-      const read = await readCompleteLines(path, 0, 300_000, (line) => lengths.push(line.length));
-      assert.deepEqual(lengths, [1, 200_000]);
-      assert.deepEqual(read, { endOffset: 2 + 200_001, oversizedLineAt: 2 + 200_001 });
-      const exact = await readCompleteLines(path, 0, 300_001, (line) => lengths.push(line.length));
-      assert.deepEqual(lengths.slice(2), [1, 200_000, 300_001, 5]);
-      assert.equal(exact.oversizedLineAt, undefined);
+      const over = "b".repeat(300_001);
+      writeFileSync(path, `x\n${long}\n${over}\nafter\n`);
+      const { lines, long: streamed, sink } = collector();
+      const read = await readCompleteLines(path, 0, 300_000, sink);
+      assert.deepEqual(lines.map((line) => line.length), [1, 200_000, 5]);
+      assert.equal(streamed.length, 1);
+      assert.equal(streamed[0]!.text, over, "every byte of the long line, in order");
+      assert.ok(streamed[0]!.pieces >= 5, `streamed in ${streamed[0]!.pieces} pieces`);
+      assert.equal(streamed[0]!.ended, true);
+      assert.deepEqual(read, { endOffset: 2 + 200_001 + 300_002 + 6 });
+      const exact = collector();
+      await readCompleteLines(path, 0, 300_001, exact.sink);
+      assert.deepEqual(exact.lines.map((line) => line.length), [1, 200_000, 300_001, 5]);
+      assert.equal(exact.long.length, 0);
+    } finally {
+      dir.remove();
+    }
+  });
+
+  test("a long line still being written (no newline yet) waits: the offset stays at its start", async () => {
+    const dir = tempDir();
+    try {
+      const path = join(dir.dir, "growing.jsonl");
+      writeFileSync(path, `x\n${"c".repeat(5000)}`);
+      const { lines, long, sink } = collector();
+      assert.deepEqual(await readCompleteLines(path, 0, 1024, sink), { endOffset: 2, longLineWaitingAt: 2 });
+      assert.deepEqual(lines, ["x"]);
+      assert.equal(long[0]!.ended, false, "never ended: it is not complete");
+      appendFileSync(path, "\n");
+      const again = collector();
+      assert.deepEqual(await readCompleteLines(path, 2, 1024, again.sink), { endOffset: 5003 });
+      assert.equal(again.long[0]!.text.length, 5000);
     } finally {
       dir.remove();
     }

@@ -6,6 +6,7 @@ import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { RemoteItemKind } from "../gen/sessionstate/v1/upstream_pb.js";
 import { assertStatus, dayMs, startTestServer, status, subscribe, tempDir, type TestServer } from "./helpers.js";
+import type { Store } from "../src/store/store.js";
 
 const S = "agent:main:adopted";
 const W = "agent:main:main";
@@ -32,7 +33,7 @@ describe("Upstream: adopted sessions and the monitor", () => {
   });
 
   const adoptLocal = (path = file, key = S) =>
-    t.upstream.adopt({ session: { key }, catalogId: "claude-code", hostId: "host-1", source: { case: "localTranscript", value: { path } } });
+    t.upstream.adopt({ session: { key }, catalogId: "claude", hostId: "host-1", source: { case: "localTranscript", value: { path } } });
   const linkOf = async (key = S) => (await t.upstream.listUpstreamLinks({})).links.find((l) => l.session?.key === key);
   const eventsOf = async (key = S) =>
     (await t.reconcile.sessionStatus({ session: { key }, changesSince: 0n })).stateChanges!.events;
@@ -43,8 +44,8 @@ describe("Upstream: adopted sessions and the monitor", () => {
     assert.equal(adopted.reason, "");
     assert.equal(adopted.event?.kind, EventKind.ADOPTED);
     assert.equal(adopted.event?.actorType, ActorType.HUMAN);
-    assert.equal(adopted.event?.summary, "adopted from claude-code");
-    assert.equal(adopted.event?.payload?.catalogId, "claude-code");
+    assert.equal(adopted.event?.summary, "adopted from claude");
+    assert.equal(adopted.event?.payload?.catalogId, "claude");
     assert.equal(adopted.event?.payload?.hostId, "host-1");
     assert.equal(adopted.link?.source, `file:${file}`);
     assert.equal(adopted.link?.marker, String(Buffer.byteLength(prompt("the very first prompt", "2026-12-01T10:00:00Z"))));
@@ -75,7 +76,7 @@ describe("Upstream: adopted sessions and the monitor", () => {
     assert.deepEqual(events.map((e) => e.kind), [EventKind.ADOPTED, EventKind.HUMAN_DIRECT_MESSAGE]);
     const human = events[1]!;
     assert.equal(human.actorType, ActorType.HUMAN);
-    assert.equal(human.summary, "human message via claude-code");
+    assert.equal(human.summary, "human message via claude");
     assert.equal(timestampMs(human.occurredAt!), Date.parse(at));
     assert.equal(human.payload?.turns, 0, "turns is set only for more than one");
     const notices = await stream.noticesBeforeBarrier();
@@ -141,7 +142,7 @@ describe("Upstream: adopted sessions and the monitor", () => {
     assert.equal((await eventsOf()).filter((e) => e.kind === EventKind.HUMAN_DIRECT_MESSAGE).length, 1);
   });
 
-  test("big rows are classified whole and no byte is skipped; a 20 MiB line holds the marker", async () => {
+  test("big rows are classified whole and no byte is skipped; a 20 MiB line is classified by streaming", async () => {
     await adoptLocal();
     await t.watch.watch({ watcherSessionKey: W, target: { key: S } });
     const big = (bytes: number) => {
@@ -153,13 +154,31 @@ describe("Upstream: adopted sessions and the monitor", () => {
     appendFileSync(file, batch);
     const scan = await t.upstream.scanNow({});
     assert.deepEqual([scan.eventsRecorded, scan.linksHeld], [1, 0]);
-    const end = Buffer.byteLength(prompt("the very first prompt", "2026-12-01T10:00:00Z")) + Buffer.byteLength(batch);
+    let end = Buffer.byteLength(prompt("the very first prompt", "2026-12-01T10:00:00Z")) + Buffer.byteLength(batch);
     assert.equal((await linkOf())?.marker, String(end));
 
-    appendFileSync(file, big(20 * 1024 * 1024) + prompt("behind the huge line", at));
-    const held = await t.upstream.scanNow({});
-    assert.deepEqual([held.linksScanned, held.eventsRecorded, held.linksHeld], [1, 0, 1]);
-    assert.equal((await linkOf())?.marker, String(end), "the marker holds at the start of the huge line");
+    // Past --max-line-bytes (16 MiB): an agent's huge row is not human, the prompt behind it is.
+    const huge = big(20 * 1024 * 1024) + prompt("behind the huge line", at);
+    appendFileSync(file, huge);
+    const streamed = await t.upstream.scanNow({});
+    assert.deepEqual([streamed.linksScanned, streamed.eventsRecorded, streamed.linksHeld], [1, 1, 0]);
+    end += Buffer.byteLength(huge);
+    assert.equal((await linkOf())?.marker, String(end), "the marker moves past the huge line");
+
+    // A person's prompt with a pasted 20 MiB image is one human turn; while its newline is missing it waits.
+    const pasted = row({
+      type: "user",
+      message: { role: "user", content: [{ type: "image", source: { type: "base64", data: "QUJD".repeat(5 * 1024 * 1024) } }, { type: "text", text: "what is on this screenshot?" }] },
+      timestamp: at,
+    });
+    appendFileSync(file, pasted.slice(0, -1));
+    const waiting = await t.upstream.scanNow({});
+    assert.deepEqual([waiting.eventsRecorded, waiting.linksHeld], [0, 1]);
+    assert.equal((await linkOf())?.marker, String(end), "a long line still being written waits at its start");
+    appendFileSync(file, "\n");
+    const pastedScan = await t.upstream.scanNow({});
+    assert.deepEqual([pastedScan.eventsRecorded, pastedScan.linksHeld], [1, 0]);
+    assert.equal((await linkOf())?.marker, String(end + Buffer.byteLength(pasted)));
   });
 
   test("a prompt equal to a recorded own text is the gateway's echo; a different one counts", async () => {
@@ -209,7 +228,7 @@ describe("Upstream: adopted sessions and the monitor", () => {
     const missing = (await eventsOf()).filter((e) => e.kind === EventKind.UPSTREAM_MISSING);
     assert.equal(missing.length, 1);
     assert.equal(missing[0]?.actorType, ActorType.SYSTEM);
-    assert.equal(missing[0]?.summary, "upstream missing via claude-code");
+    assert.equal(missing[0]?.summary, "upstream missing via claude");
     assert.equal((await t.upstream.scanNow({})).linksScanned, 0);
     const pending = subscribe(t, [W]);
     const synced = await pending.untilSynced();
@@ -336,6 +355,25 @@ describe("Upstream: adopted sessions and the monitor", () => {
     assert.equal((await t.upstream.listUpstreamLinks({})).links.length, 2);
   });
 
+  test("a local transcript is adopted only under a catalog with a classifier; paired-node links take any catalog", async () => {
+    const adoptUnder = (catalogId: string, key: string) =>
+      t.upstream.adopt({ session: { key }, catalogId, hostId: "h", source: { case: "localTranscript", value: { path: file } } });
+    const refused = await adoptUnder("gemini", "agent:main:g").then(
+      () => assert.fail("adopted under a catalog with no classifier"),
+      (err: { code: number; details: string }) => err,
+    );
+    assert.equal(refused.code, status.INVALID_ARGUMENT);
+    assert.equal(refused.details, 'catalog_id: has no transcript classifier for local transcripts: "gemini" (known: claude, claude-code, codex)');
+    assert.equal((await linkOf("agent:main:g")), undefined);
+    assert.equal((await eventsOf("agent:main:g")).length, 0, "a refused adoption records nothing");
+    for (const [catalogId, key] of [["claude", "agent:main:c1"], ["claude-code", "agent:main:c2"], ["codex", "agent:main:c3"]] as const) {
+      assert.equal((await adoptUnder(catalogId, key)).linked, true, catalogId);
+      assert.equal((await linkOf(key))?.catalogId, catalogId);
+    }
+    const remote = await t.upstream.adopt({ session: { key: "agent:main:r" }, catalogId: "gemini", source: { case: "pairedNode", value: { nodeId: "n1", newestItemUuid: "u1" } } });
+    assert.equal(remote.linked, true);
+  });
+
   test("bad adoption requests are INVALID_ARGUMENT naming the field", async () => {
     await assertStatus(t.upstream.adopt({ session: { key: S }, catalogId: "c" }), status.INVALID_ARGUMENT, "source:");
     await assertStatus(
@@ -348,6 +386,39 @@ describe("Upstream: adopted sessions and the monitor", () => {
       status.INVALID_ARGUMENT,
       "paired_node.node_id:",
     );
+  });
+});
+
+describe("a local link whose catalog has no classifier (adopted by an earlier version)", () => {
+  test("is never scanned: the monitor counts it as unclassifiable and its marker never moves", async () => {
+    const root = tempDir();
+    const dir = realpathSync(root.dir);
+    const path = join(dir, "s.jsonl");
+    writeFileSync(path, "");
+    let store: Store | undefined;
+    const t = await startTestServer({ transcriptRoot: dir, monitorIntervalMs: 86_400_000, metricsListen: { host: "127.0.0.1", port: 0 } }, undefined, (opened) => {
+      store = opened;
+    });
+    try {
+      const session = { agentId: "main", key: S };
+      const nowMs = t.clock.nowMs();
+      await store!.adopt({
+        adoptedEvent: { session, kind: "adopted", actorType: "system", summary: "adopted from gemini", occurredAtMs: nowMs, nowMs, payload: {}, notifyWatcherKeys: [], onlyIfWatched: false },
+        link: { session, catalogId: "gemini", hostId: "", threadId: "", source: `file:${path}`, marker: "0", updatedAtMs: nowMs },
+      });
+      await t.watch.watch({ watcherSessionKey: W, target: { key: S } });
+      appendFileSync(path, prompt("typed by a person, in a format nobody classifies", new Date(nowMs).toISOString()));
+      for (let i = 0; i < 2; i++) {
+        const scan = await t.upstream.scanNow({});
+        assert.deepEqual([scan.linksScanned, scan.eventsRecorded, scan.linksHeld], [0, 0, 0]);
+      }
+      assert.equal((await t.upstream.listUpstreamLinks({})).links[0]?.marker, "0", "the marker never moves");
+      const metrics = await (await fetch(`http://127.0.0.1:${t.server.metricsPort}/metrics`)).text();
+      assert.match(metrics, /sessionstate_monitor_links_total\{outcome="unclassifiable"\} 2/u);
+    } finally {
+      await t.dispose();
+      root.remove();
+    }
   });
 });
 

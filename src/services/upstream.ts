@@ -10,6 +10,7 @@ import type { LinkRecord } from "../domain/records.js";
 import type { StoredEvent } from "../domain/event.js";
 import { normalizeUserText, type SessionActivity } from "../upstream/session-activity.js";
 import { resolveTranscriptPath } from "../upstream/transcript-path.js";
+import { classifierForCatalog, knownCatalogIds } from "../upstream/transcript-catalogs.js";
 import {
   fileSourcePrefix,
   maxRemoteItems,
@@ -82,6 +83,13 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
             throw new ServiceError(
               "FAILED_PRECONDITION",
               "local_transcript: local adoption is off; set --transcript-root (SESSIONSTATE_TRANSCRIPT_ROOT) to enable it",
+            );
+          }
+          // Each catalog writes its transcripts its own way: never read one with another's rules.
+          if (classifierForCatalog(catalogId) === undefined) {
+            throw invalidArgument(
+              "catalog_id",
+              `has no transcript classifier for local transcripts: ${JSON.stringify(catalogId)} (known: ${knownCatalogIds.join(", ")})`,
             );
           }
           const target = await resolveTranscriptPath(transcriptRoot, request.source.value.path);

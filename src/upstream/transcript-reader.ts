@@ -1,34 +1,67 @@
 import { open } from "node:fs/promises";
 
+/** Where the lines of a transcript go. */
+export interface LineSink {
+  /** A complete line of at most `maxLineBytes` (without its newline). */
+  line(bytes: Buffer): void;
+  /** A line longer than `maxLineBytes` starts: its bytes follow through the returned sink, in order. */
+  longLine(): LongLineSink;
+}
+
+/** The bytes of one line longer than the limit. */
+export interface LongLineSink {
+  write(piece: Buffer): Promise<void>;
+  /** The line's newline was reached: it is complete. Not called for a line still being written. */
+  end(): Promise<void>;
+}
+
 /** What one read of a transcript consumed. */
 export interface TranscriptRead {
   /** Offset just past the last complete line consumed; the new marker. */
   endOffset: number;
-  /** Set when a line longer than the limit starts at `endOffset`: the marker is held there. */
-  oversizedLineAt?: number;
+  /** Set when a line longer than the limit starts at `endOffset` and has no newline yet. */
+  longLineWaitingAt?: number;
 }
 
 const chunkBytes = 64 * 1024;
 
 /**
- * Reads `path` from byte `fromOffset` to its current end and hands each complete line (without its
- * newline) to `onLine`, in order. A trailing partial line is left for the next read. A line longer than
- * `maxLineBytes` stops the read at its start, so no byte is ever skipped unclassified. Short reads are
- * handled; the file is read in bounded chunks. Throws the file-system error (ENOENT, EACCES, ...) as is.
+ * Reads `path` from byte `fromOffset` to its current end, or to the end of its `maxLines`-th line, and
+ * hands each complete line to the sink, in order. A line up to `maxLineBytes` arrives whole; a longer one
+ * is streamed through `sink.longLine()` in pieces, so memory stays bounded by the chunk size whatever
+ * the line's length. A trailing line without its newline is left for the next read (a long one is
+ * streamed again then). The file is read in bounded chunks; short reads are handled. Throws the
+ * file-system error (ENOENT, EACCES, ...) as is.
  */
 export async function readCompleteLines(
   path: string,
   fromOffset: number,
   maxLineBytes: number,
-  onLine: (line: Buffer) => void,
+  sink: LineSink,
+  maxLines = Number.POSITIVE_INFINITY,
 ): Promise<TranscriptRead> {
   const handle = await open(path, "r");
   try {
     const chunk = Buffer.allocUnsafe(chunkBytes);
-    let partial: Buffer[] = [];
-    let partialBytes = 0;
+    let partial: Buffer[] = []; // the line so far, while it is within the limit
+    let lineBytes = 0; // bytes of the line so far
+    let long: LongLineSink | undefined; // set while streaming a line past the limit
     let lineStart = fromOffset; // file offset of the first byte of the line being assembled
+    let lines = 0;
     let position = fromOffset;
+
+    /** Adds bytes of the current line (copied: the chunk buffer is reused), switching to streaming past the limit. */
+    const addToLine = async (piece: Buffer): Promise<void> => {
+      lineBytes += piece.length;
+      if (long === undefined && lineBytes > maxLineBytes) {
+        long = sink.longLine();
+        for (const earlier of partial) await long.write(earlier);
+        partial = [];
+      }
+      if (long !== undefined) await long.write(Buffer.from(piece));
+      else partial.push(Buffer.from(piece));
+    };
+
     for (;;) {
       const { bytesRead } = await handle.read(chunk, 0, chunkBytes, position);
       if (bytesRead === 0) break;
@@ -37,22 +70,19 @@ export async function readCompleteLines(
       for (;;) {
         const newline = chunk.indexOf(0x0a, start);
         if (newline === -1 || newline >= bytesRead) break;
-        const piece = chunk.subarray(start, newline);
-        if (partialBytes + piece.length > maxLineBytes) return { endOffset: lineStart, oversizedLineAt: lineStart };
-        onLine(partial.length === 0 ? Buffer.from(piece) : Buffer.concat([...partial, piece]));
-        lineStart += partialBytes + piece.length + 1;
+        await addToLine(chunk.subarray(start, newline));
+        if (long !== undefined) await long.end();
+        else sink.line(partial.length === 1 ? partial[0]! : Buffer.concat(partial));
+        lineStart += lineBytes + 1;
         partial = [];
-        partialBytes = 0;
+        lineBytes = 0;
+        long = undefined;
         start = newline + 1;
+        if (++lines >= maxLines) return { endOffset: lineStart };
       }
-      if (start < bytesRead) {
-        const rest = chunk.subarray(start, bytesRead);
-        if (partialBytes + rest.length > maxLineBytes) return { endOffset: lineStart, oversizedLineAt: lineStart };
-        partial.push(Buffer.from(rest));
-        partialBytes += rest.length;
-      }
+      if (start < bytesRead) await addToLine(chunk.subarray(start, bytesRead));
     }
-    return { endOffset: lineStart };
+    return long === undefined ? { endOffset: lineStart } : { endOffset: lineStart, longLineWaitingAt: lineStart };
   } finally {
     await handle.close();
   }

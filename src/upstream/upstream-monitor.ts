@@ -10,11 +10,13 @@ import type { SessionId } from "../domain/session-key.js";
 import type { Store } from "../store/store.js";
 import type { AppendInput, LinkRecord, ScanCommit } from "../domain/records.js";
 import type { SessionActivity } from "./session-activity.js";
-import { classifyTranscriptLine, isSyntheticText, type NonHumanClass } from "./transcript-classifier.js";
+import type { SkimResult } from "./json-skim.js";
+import { classifierForCatalog, classifyLine, classifySkimmed, knownCatalogIds, parseRow, skimmingSink } from "./transcript-catalogs.js";
+import { type LineSink, type LongLineSink, readCompleteLines } from "./transcript-reader.js";
+import { isSyntheticText, type NonHumanClass, type RowContext, type RowVerdict } from "./transcript-rows.js";
 
 /** The classes of transcript rows the monitor counts. */
 type RowClass = "human" | NonHumanClass;
-import { readCompleteLines } from "./transcript-reader.js";
 
 /** Consecutive definite misses after which a link's source counts as gone. */
 export const missesBeforeGone = 3;
@@ -37,7 +39,7 @@ export interface MonitorSettings {
 export interface TickReport {
   linksScanned: number;
   eventsRecorded: number;
-  /** Links whose marker is held at a line longer than the limit. */
+  /** Links whose marker waits at a line longer than the limit that has no newline yet. */
   linksHeld: number;
 }
 
@@ -69,6 +71,8 @@ export class UpstreamMonitor {
   private readonly ticks = new SerialQueue();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Links already reported as having no classifier (once per process, not once per tick). */
+  private readonly warnedUnclassifiable = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -119,8 +123,8 @@ export class UpstreamMonitor {
       try {
         if ((await this.activity.runState(link.session)).active) continue;
         const outcome = await this.scanLocalLink(link);
-        if (outcome === "discarded") {
-          count("discarded");
+        if (outcome === "discarded" || outcome === "unclassifiable") {
+          count(outcome);
           continue;
         }
         report.linksScanned++;
@@ -141,7 +145,16 @@ export class UpstreamMonitor {
     return report;
   }
 
-  private async scanLocalLink(link: LinkRecord): Promise<"discarded" | { recorded: boolean; held: boolean }> {
+  private async scanLocalLink(link: LinkRecord): Promise<"discarded" | "unclassifiable" | { recorded: boolean; held: boolean }> {
+    const classifier = classifierForCatalog(link.catalogId);
+    if (classifier === undefined) {
+      // Adopted before adoption checked catalogs: never read with another catalog's rules.
+      if (!this.warnedUnclassifiable.has(link.source)) {
+        this.warnedUnclassifiable.add(link.source);
+        this.log.warn({ agentId: link.session.agentId, catalogId: link.catalogId, known: knownCatalogIds }, "no transcript classifier for this link's catalog: not scanned");
+      }
+      return "unclassifiable";
+    }
     const runBefore = await this.activity.runState(link.session);
     const isOwnEcho = await this.activity.ownEchoTest(link.session);
     const path = link.source.slice(fileSourcePrefix.length);
@@ -158,28 +171,28 @@ export class UpstreamMonitor {
       } else {
         let humanTurns = 0;
         let newestHumanAtMs = Number.NEGATIVE_INFINITY;
-        const read = await readCompleteLines(path, offset, this.settings.maxLineBytes, (line) => {
-          const verdict = classifyTranscriptLine(line.toString("utf8"), this.settings.syntheticPrefixes);
+        const take = (verdict: RowVerdict): void => {
           if (!verdict.human) {
             rows[verdict.rowClass]++;
             return;
           }
-          // The gateway's own text coming back is something it injected, not a person acting.
-          if (isOwnEcho(verdict.text)) {
+          // The gateway's own text coming back is something it injected, not a person acting. A text cut
+          // while skimming is longer than any text a gateway records as its own.
+          if (!verdict.textCut && isOwnEcho(verdict.text)) {
             rows.injected++;
             return;
           }
           rows.human++;
           humanTurns++;
           newestHumanAtMs = Math.max(newestHumanAtMs, verdict.timestampMs ?? info.mtimeMs);
+        };
+        const context: RowContext = { syntheticPrefixes: this.settings.syntheticPrefixes };
+        if (classifier.readsFirstRow) context.firstRow = await this.readFirstRow(path);
+        const read = await readCompleteLines(path, offset, this.settings.maxLineBytes, {
+          line: (bytes) => take(classifyLine(classifier, bytes, context)),
+          longLine: () => this.skimLongLine(link, (skimmed) => take(classifySkimmed(classifier, skimmed, context))),
         });
-        if (read.oversizedLineAt !== undefined) {
-          held = true;
-          this.log.warn(
-            { agentId: link.session.agentId, offset: read.oversizedLineAt, maxLineBytes: this.settings.maxLineBytes },
-            "transcript line longer than the limit: holding this link's marker",
-          );
-        }
+        if (read.longLineWaitingAt !== undefined) held = true;
         finding = { kind: "read", marker: String(read.endOffset), humanTurns, newestHumanAtMs };
       }
     } catch (err) {
@@ -197,6 +210,45 @@ export class UpstreamMonitor {
     if (!committed.committed) return "discarded";
     this.countRows(link, rows);
     return { recorded: committed.event !== undefined, held };
+  }
+
+  /** The transcript's first row, parsed, for classifiers that read it (`undefined` when it is unreadable). */
+  private async readFirstRow(path: string): Promise<unknown> {
+    let firstRow: unknown;
+    const sink: LineSink = {
+      line: (bytes) => {
+        firstRow = parseRow(bytes);
+      },
+      longLine: () =>
+        skimmingSink((skimmed) => {
+          firstRow = "value" in skimmed ? skimmed.value : undefined;
+        }),
+    };
+    await readCompleteLines(path, 0, this.settings.maxLineBytes, sink, 1);
+    return firstRow;
+  }
+
+  /**
+   * Streams a line longer than `--max-line-bytes` through the skimmer (bounded memory), then hands what
+   * it gave to `done`. Counted and logged: such lines are rare and slow to read.
+   */
+  private skimLongLine(link: LinkRecord, done: (skimmed: SkimResult) => void): LongLineSink {
+    let bytes = 0;
+    const inner = skimmingSink((skimmed) => {
+      this.metrics?.monitorLongLines.inc({ outcome: "value" in skimmed ? "classified" : skimmed.unreadable });
+      this.log.info(
+        { agentId: link.session.agentId, bytes, maxLineBytes: this.settings.maxLineBytes, ...("value" in skimmed ? {} : { unreadable: skimmed.unreadable }) },
+        "transcript line longer than the limit: classified by streaming",
+      );
+      done(skimmed);
+    });
+    return {
+      write: (piece) => {
+        bytes += piece.length;
+        return inner.write(piece);
+      },
+      end: () => inner.end(),
+    };
   }
 
   /** Reports what a committed scan read, by class: the metric, and one log line when it read any row. */
