@@ -3,6 +3,7 @@ import { appendFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { claudeClassifier, defaultSyntheticPrefixes } from "../src/upstream/claude-classifier.js";
+import { codexClassifier } from "../src/upstream/codex-classifier.js";
 import { classifyLine } from "../src/upstream/transcript-catalogs.js";
 import { type LineSink, readCompleteLines } from "../src/upstream/transcript-reader.js";
 import { normalizeUserText, SessionActivity } from "../src/upstream/session-activity.js";
@@ -146,6 +147,74 @@ describe("Claude Code transcript classifier", () => {
       "",
     ];
     for (const row of notHuman) assert.equal(classify(row).human, false, JSON.stringify(row));
+  });
+});
+
+describe("Codex transcript classifier", () => {
+  const meta = (payload: Record<string, unknown> = {}) => ({ type: "session_meta", payload: { id: "s", cli_version: "0.152.1", source: "cli", ...payload } });
+  const at = "2026-12-01T11:30:00.000Z";
+  const codex = (row: unknown, firstRow: unknown = meta(), syntheticPrefixes = defaultSyntheticPrefixes) =>
+    classifyLine(codexClassifier, JSON.stringify(row), { syntheticPrefixes, firstRow });
+  const event = (payload: Record<string, unknown>) => ({ timestamp: at, type: "event_msg", payload });
+  const userItem = (text: string) => ({ timestamp: at, type: "response_item", payload: { type: "message", role: "user", content: [{ type: "input_text", text }] } });
+
+  test("a prompt is one human turn: the user_message event or the completed UserMessage item, never its role-user twin", () => {
+    const human = { human: true, text: "run the tests", textCut: false, timestampMs: Date.parse(at) };
+    assert.deepEqual(codex(event({ type: "user_message", message: "run the tests", images: [], local_images: [], text_elements: [] })), human);
+    assert.deepEqual(codex(event({ type: "item_completed", item: { type: "UserMessage", id: "u", content: [{ type: "text", text: "run the tests", text_elements: [] }] } })), human);
+    assert.deepEqual(codex(userItem("run the tests")), { human: false, rowClass: "injected" });
+    // A prompt of images alone is still a person's prompt.
+    assert.equal(codex(event({ type: "user_message", message: "", images: ["data:image/png;base64,AAAA"] })).human, true);
+  });
+
+  test("a shell command run with ! and an interrupted turn are a person acting; other aborts are not", () => {
+    const shell = "<user_shell_command>\n<command>\ngit status\n</command>\n<result>\nExit code: 0\n</result>\n</user_shell_command>";
+    assert.deepEqual(codex(userItem(shell)), { human: true, text: shell, textCut: false, timestampMs: Date.parse(at) });
+    assert.deepEqual(codex(event({ type: "turn_aborted", reason: "interrupted" })), { human: true, text: "", textCut: false, timestampMs: Date.parse(at) });
+    assert.deepEqual(codex(event({ type: "turn_aborted", reason: "replaced" })), { human: false, rowClass: "other" });
+    assert.deepEqual(codex(event({ type: "turn_aborted", reason: "review_ended" })), { human: false, rowClass: "other" });
+  });
+
+  test("what the CLI injects is not human: context, instructions, old kinds of user_message, compaction, hook prompts", () => {
+    const injected = { human: false, rowClass: "injected" };
+    assert.deepEqual(codex(userItem("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>")), injected);
+    assert.deepEqual(codex(userItem("# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>use uv</INSTRUCTIONS>")), injected);
+    assert.deepEqual(codex({ type: "response_item", payload: { type: "message", role: "developer", content: [{ type: "input_text", text: "<permissions instructions>" }] } }), injected);
+    assert.deepEqual(codex(event({ type: "user_message", kind: "environment_context", message: "<environment_context>..." })), injected);
+    assert.deepEqual(codex(event({ type: "user_message", kind: "user_instructions", message: "<user_instructions>..." })), injected);
+    assert.equal(codex(event({ type: "user_message", kind: "plain", message: "hi" })).human, true);
+    assert.deepEqual(codex({ type: "compacted", payload: { message: "", replacement_history: [] } }), injected);
+    assert.deepEqual(codex(event({ type: "context_compacted" })), injected);
+    assert.deepEqual(codex(event({ type: "item_completed", item: { type: "HookPrompt", id: "h", fragments: [{ text: "REASON" }] } })), { human: false, rowClass: "other" });
+    // A gateway's relay marked with a synthetic prefix is not a person's prompt, in codex too.
+    assert.deepEqual(codex(event({ type: "user_message", message: "[Inter-session message] from agent:main:other" })), injected);
+  });
+
+  test("tool output is class tool; the agent's own rows and bookkeeping are other", () => {
+    assert.deepEqual(codex({ type: "response_item", payload: { type: "function_call_output", call_id: "c", output: "ok" } }), { human: false, rowClass: "tool" });
+    assert.deepEqual(codex(event({ type: "item_completed", item: { type: "CommandExecution", id: "e" } })), { human: false, rowClass: "tool" });
+    assert.deepEqual(codex(event({ type: "exec_command_end", call_id: "c" })), { human: false, rowClass: "tool" });
+    for (const row of [
+      { type: "response_item", payload: { type: "function_call", name: "exec_command", arguments: "{}", call_id: "c" } },
+      { type: "response_item", payload: { type: "message", role: "assistant", content: [{ type: "output_text", text: "done" }] } },
+      { type: "response_item", payload: { type: "reasoning", summary: [] } },
+      event({ type: "agent_message", message: "done" }),
+      event({ type: "token_count", info: null }),
+      { type: "turn_context", payload: { cwd: "/w" } },
+      meta(),
+      "{not json",
+    ]) {
+      assert.equal(codex(row).human, false, JSON.stringify(row));
+    }
+  });
+
+  test("every row of a sub-agent's rollout is the sub-agent's: known from the first row (source.subagent, or thread_source)", () => {
+    const prompt = event({ type: "user_message", message: "review the last commit" });
+    assert.equal(codex(prompt, meta({ source: { subagent: { thread_spawn: { parent_thread_id: "p", depth: 1 } } } })).human, false);
+    assert.equal(codex(prompt, meta({ source: { subagent: { other: "guardian" } }, thread_source: "guardian_review" })).human, false);
+    assert.equal(codex(prompt, meta({ thread_source: "subagent" })).human, false);
+    assert.equal(codex(prompt, meta({ thread_source: "user" })).human, true);
+    assert.equal(codex(prompt, undefined).human, true, "an unreadable first row is not a sub-agent's");
   });
 });
 
