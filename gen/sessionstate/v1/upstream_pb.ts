@@ -30,7 +30,10 @@ export type AdoptRequest = Message<"sessionstate.v1.AdoptRequest"> & {
   session?: SessionRef | undefined;
 
   /**
-   * Required. The catalog the session came from.
+   * Required. The catalog the session came from. A local transcript is read with its catalog's rules
+   * (SPEC 8.1), so local adoption takes only a catalog with a transcript classifier: "claude" (Claude
+   * Code; "claude-code" is an alias) or "codex" (Codex CLI rollouts). Any other is INVALID_ARGUMENT
+   * naming catalog_id and listing these. Paired-node links take any catalog.
    *
    * @generated from field: string catalog_id = 2;
    */
@@ -57,7 +60,7 @@ export type AdoptRequest = Message<"sessionstate.v1.AdoptRequest"> & {
    */
   source: {
     /**
-     * A Claude Code JSONL transcript on this host, under the configured transcript root.
+     * A JSONL transcript on this host (Claude Code or Codex), under the configured transcript root.
      *
      * @generated from field: sessionstate.v1.LocalTranscript local_transcript = 5;
      */
@@ -532,7 +535,8 @@ export type ScanNowResponse = Message<"sessionstate.v1.ScanNowResponse"> & {
   eventsRecorded: number;
 
   /**
-   * Links whose marker is held at a line longer than the line limit (see the server log).
+   * Links whose marker waits at a line longer than --max-line-bytes that has no newline yet (still
+   * being written). A complete line of any length is classified by streaming and never holds a link.
    *
    * @generated from field: int32 links_held = 3;
    */
