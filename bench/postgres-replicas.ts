@@ -10,7 +10,7 @@ import { performance } from "node:perf_hooks";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { SessionStatusRequestSchema } from "../gen/sessionstate/v1/reconcile_pb.js";
 import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
-import { SessionStateClient } from "../src/client/index.js";
+import { SessionStateClient } from "../clients/typescript/src/index.js";
 import { connect, goal, human, type Clients } from "../test/helpers.js";
 import { noticeLatency } from "./notice-latency.js";
 import { startPostgresCluster } from "../test/postgres-cluster.js";

@@ -15,7 +15,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { SessionStatusRequestSchema } from "../gen/sessionstate/v1/reconcile_pb.js";
 import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
-import { SessionStateClient } from "../src/client/index.js";
+import { SessionStateClient } from "../clients/typescript/src/index.js";
 import { encodeStateEvent } from "../src/codec/event-codec.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
 import { atFixedRate, connect, human, storeAppend } from "../test/helpers.js";

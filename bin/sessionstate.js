@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// Runs the compiled build (dist/, made by `npm run build`, which `npm install` runs) when it is at least
-// as new as every TypeScript source; otherwise runs the sources directly through tsx, so an edit is
-// never served stale. The build starts about 0.4 s faster and needs no loader thread.
+// Runs the compiled build (dist/). An installed package holds only the build. In a checkout (src/ is
+// there), `npm install` builds it too, and when any TypeScript source is newer than the build the
+// sources run directly through tsx (a dev dependency), so an edit is never served stale.
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
@@ -17,7 +17,9 @@ function newestUnder(dir) {
   return newest;
 }
 
-const current = existsSync(built) && statSync(built).mtimeMs >= Math.max(newestUnder(`${root}src`), newestUnder(`${root}gen`));
+const checkout = existsSync(`${root}src`);
+const sources = ["src", "gen", "clients/typescript/src"].map((dir) => `${root}${dir}`).filter((dir) => existsSync(dir));
+const current = existsSync(built) && (!checkout || statSync(built).mtimeMs >= Math.max(...sources.map(newestUnder)));
 if (current) {
   await import(built);
 } else {

@@ -6,7 +6,7 @@
  *
  * Set SESSIONSTATE_TOKEN when the server requires authentication.
  */
-import { ActorType, EventKind, SessionStateClient } from "../src/client/index.js";
+import { ActorType, EventKind, SessionStateClient } from "@sessionstate/client";
 
 const address = process.argv[2] ?? "127.0.0.1:50051";
 const manager = "agent:main:main";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
-import { createServiceClient } from "../src/client/service-client.js";
+import { createServiceClient } from "../clients/typescript/src/service-client.js";
 import { connect, goal, status, tempDir } from "./helpers.js";
 import { runCli, spawnServer } from "./process-helpers.js";
 

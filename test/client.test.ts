@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, test } from "node:test";
 import { EventKind } from "../gen/sessionstate/v1/types_pb.js";
-import { SessionStateClient } from "../src/client/index.js";
+import { SessionStateClient } from "../clients/typescript/src/index.js";
 import { assertStatus, goal, human, startTestServer, status } from "./helpers.js";
 import { freePort } from "./process-helpers.js";
 

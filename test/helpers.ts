@@ -14,7 +14,7 @@ import { SignalLog } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { Upstream } from "../gen/sessionstate/v1/upstream_pb.js";
 import { Watch } from "../gen/sessionstate/v1/watch_pb.js";
 import type { StaleNotice, SubscribeStaleNoticesResponse } from "../gen/sessionstate/v1/watch_pb.js";
-import { createServiceClient, type ServerStreamCall } from "../src/client/service-client.js";
+import { createServiceClient, type ServerStreamCall } from "../clients/typescript/src/service-client.js";
 import type { Clock } from "../src/clock.js";
 import { agentIdOfKey } from "../src/domain/session-key.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";

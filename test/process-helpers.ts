@@ -39,10 +39,11 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promi
 
 /**
  * Starts `sessionstate serve <args>` and resolves once it prints its `listening on` line. Rejects (with
- * its standard error) if it exits first. The caller must kill the process.
+ * its standard error) if it exits first. The caller must kill the process. `bin` is this checkout's
+ * launcher unless another (an installed package's) is given.
  */
-export async function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, binPath, "serve", ...args], {
+export async function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = [], bin = binPath): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, bin, "serve", ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

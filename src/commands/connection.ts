@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { SessionStateClient, type ClientOptions } from "../client/session-state-client.js";
+import { SessionStateClient, type ClientOptions } from "../../clients/typescript/src/session-state-client.js";
 
 /** Flags every operator command takes to reach the server. */
 export const connectionOptions = {

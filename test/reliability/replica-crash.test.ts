@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { SessionStateClient } from "../../src/client/session-state-client.js";
+import { SessionStateClient } from "../../clients/typescript/src/session-state-client.js";
 import { freshSchema, testCluster } from "../backend.js";
 import { allEventSequences, connect, human, subscribe } from "../helpers.js";
 import { skipWithoutPostgres } from "../postgres-cluster.js";

@@ -1,43 +1,9 @@
-import {
-  create,
-  fromBinary,
-  toBinary,
-  type DescMessage,
-  type DescMethod,
-  type MessageInitShape,
-  type MessageShape,
-} from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import { Metadata, type CallOptions as GrpcCallOptions, type Client } from "@grpc/grpc-js";
+import type { CallOptions, ServerStreamCall, ServiceClient } from "./service-types.js";
 
-/** Per-call options. */
-export interface CallOptions {
-  /** Deadline, in milliseconds from now. */
-  timeoutMs?: number;
-  /** Cancels the call when aborted. */
-  signal?: AbortSignal;
-  /** Extra request metadata (for example `authorization`). */
-  metadata?: Readonly<Record<string, string>>;
-}
-
-/**
- * A server stream: iterate it for messages; `cancel()` ends it from the client side. `pause()` stops
- * reading (the server then feels the transport's flow control) until `resume()`.
- */
-export interface ServerStreamCall<Out> extends AsyncIterable<Out> {
-  cancel(): void;
-  pause(): void;
-  resume(): void;
-}
-
-/** A typed client of one generated service; unary methods return promises, server streams iterables. */
-export type ServiceClient<S extends GenServiceMethods> = {
-  [K in keyof S]: S[K]["methodKind"] extends "unary"
-    ? (request: MessageInitShape<S[K]["input"]>, options?: CallOptions) => Promise<MessageShape<S[K]["output"]>>
-    : S[K]["methodKind"] extends "server_streaming"
-      ? (request: MessageInitShape<S[K]["input"]>, options?: CallOptions) => ServerStreamCall<MessageShape<S[K]["output"]>>
-      : never;
-};
+export type { CallError, CallOptions, ServerStreamCall, ServiceClient } from "./service-types.js";
 
 function serializer<M extends DescMessage>(schema: M) {
   return (init: MessageInitShape<M>): Buffer => {

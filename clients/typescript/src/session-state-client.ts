@@ -1,13 +1,29 @@
 import { randomUUID } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { Client, credentials, status as GrpcStatus, type ChannelCredentials, type ServiceError } from "@grpc/grpc-js";
-import { pino } from "pino";
-import { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
-import { SignalLog, type AppendRequestSchema, type AppendResponse } from "../../gen/sessionstate/v1/signal_log_pb.js";
-import { Upstream } from "../../gen/sessionstate/v1/upstream_pb.js";
-import { Watch, type AckResult, type StaleNotice } from "../../gen/sessionstate/v1/watch_pb.js";
+import { Client, credentials, status as GrpcStatus, type ChannelCredentials } from "@grpc/grpc-js";
+import { Reconcile } from "../../../gen/sessionstate/v1/reconcile_pb.js";
+import { SignalLog, type AppendRequestSchema, type AppendResponse } from "../../../gen/sessionstate/v1/signal_log_pb.js";
+import { Upstream } from "../../../gen/sessionstate/v1/upstream_pb.js";
+import { Watch, type AckResult, type StaleNotice } from "../../../gen/sessionstate/v1/watch_pb.js";
 import { AppendCoalescer, defaultAppendRetry, defaultMaxBatchBytes, type AppendOptions, type AppendRetry } from "./append-coalescer.js";
-import { createServiceClient, type CallOptions } from "./service-client.js";
+import { createServiceClient } from "./service-client.js";
+import type { CallError, CallOptions } from "./service-types.js";
+
+/**
+ * Where the client reports what it does not throw (failed best-effort appends). Pino, bunyan and
+ * winston loggers fit; `console` needs a wrapper (see `consoleLogger`).
+ */
+export interface ClientLogger {
+  warn(details: Record<string, unknown>, message: string): void;
+}
+
+/** Warnings on standard error through `console.warn`: the default. */
+export const consoleLogger: ClientLogger = {
+  warn: (details, message) => console.warn(`sessionstate-client: ${message}`, details),
+};
+
+/** Reports nothing. */
+export const silentLogger: ClientLogger = { warn: () => {} };
 
 /** How the client reaches the service. */
 export interface ClientOptions {
@@ -20,7 +36,7 @@ export interface ClientOptions {
   /** Bearer token, sent as `authorization: Bearer <token>` on every call. */
   token?: string;
   /** TLS: `true` trusts the system roots; or give a CA (and a client certificate for mutual TLS). */
-  tls?: true | { caPem?: Buffer; certPem?: Buffer; keyPem?: Buffer };
+  tls?: true | { caPem?: Uint8Array; certPem?: Uint8Array; keyPem?: Uint8Array };
   /** Deadline of every call that sets none, in ms. Default 10 s. */
   defaultTimeoutMs?: number;
   /**
@@ -30,8 +46,8 @@ export interface ClientOptions {
   maxBatchBytes?: number;
   /** Resending appends answered UNAVAILABLE (a replica died): default up to 4 times, within each deadline. */
   appendRetry?: AppendRetry;
-  /** Where failures of best-effort calls are logged (pino-compatible). Default: warnings on standard error. */
-  logger?: { warn(details: object, message: string): void };
+  /** Where failures of best-effort calls are logged. Default: `consoleLogger` (warnings on standard error). */
+  logger?: ClientLogger;
 }
 
 /** Reconnect backoff of `subscribe`: full jitter, exponential from `initialMs` up to `maxMs`. */
@@ -52,7 +68,7 @@ export interface SubscribeOptions {
   /** Called after each (re)connection once the pending notices have been delivered. */
   onSynced?: (pendingDelivered: number) => void;
   /** Called before each reconnect attempt with the failure and the delay. */
-  onReconnect?: (error: ServiceError, delayMs: number) => void;
+  onReconnect?: (error: CallError, delayMs: number) => void;
 }
 
 /** Codes after which reconnecting cannot help. */
@@ -66,7 +82,8 @@ const finalCodes = new Set([
 function channelCredentials(tls: ClientOptions["tls"]): ChannelCredentials {
   if (tls === undefined) return credentials.createInsecure();
   if (tls === true) return credentials.createSsl();
-  return credentials.createSsl(tls.caPem ?? null, tls.keyPem ?? null, tls.certPem ?? null);
+  const buffer = (pem: Uint8Array | undefined): Buffer | null => (pem === undefined ? null : Buffer.from(pem));
+  return credentials.createSsl(buffer(tls.caPem), buffer(tls.keyPem), buffer(tls.certPem));
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -92,7 +109,7 @@ export class SessionStateClient {
   readonly reconcile;
   readonly upstream;
   private readonly channel: Client;
-  private readonly logger: NonNullable<ClientOptions["logger"]>;
+  private readonly logger: ClientLogger;
   private readonly coalescer: AppendCoalescer;
   private readonly defaultTimeoutMs: number;
 
@@ -126,7 +143,7 @@ export class SessionStateClient {
       options.maxBatchBytes ?? defaultMaxBatchBytes,
       options.appendRetry ?? defaultAppendRetry,
     );
-    this.logger = options.logger ?? pino({ level: "warn", base: { component: "sessionstate-client" } }, pino.destination(2));
+    this.logger = options.logger ?? consoleLogger;
   }
 
   /**
@@ -153,7 +170,7 @@ export class SessionStateClient {
     try {
       return await this.append(request, { timeoutMs });
     } catch (err) {
-      const error = err as Partial<ServiceError>;
+      const error = err as Partial<CallError>;
       this.logger.warn(
         { code: error.code === undefined ? undefined : GrpcStatus[error.code], details: error.details, session: request.session?.key },
         "sessionstate append failed; the turn goes on",
@@ -189,7 +206,7 @@ export class SessionStateClient {
           }
         }
       } catch (err) {
-        const error = err as ServiceError;
+        const error = err as CallError;
         if (aborted()) return;
         if (finalCodes.has(error.code)) throw err;
         const delayMs = Math.random() * Math.min(maxMs, initialMs * 2 ** attempt++);

@@ -1,0 +1,50 @@
+/**
+ * The `sessionstate` server package as a user gets it: packed, installed globally into an empty prefix
+ * from the tarball, and run from there: compiled code only (no tsx, no sources), `--help` lists the
+ * commands, `serve` serves and `status` reaches it. Run by `npm run test:packages` (in .ci/run): it
+ * installs from the npm registry and compiles better-sqlite3.
+ */
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { spawnServer } from "../process-helpers.js";
+import { tempDir } from "../helpers.js";
+import { pack, repoRoot, sh } from "./package-helpers.js";
+
+test("npm install -g of the packed server gives a sessionstate that lists its commands, serves, and runs compiled code only", async () => {
+  const prefix = tempDir();
+  const packs = tempDir();
+  const data = tempDir();
+  try {
+    const tarball = await pack(repoRoot, packs.dir);
+    await sh("npm", ["install", "--global", "--prefix", prefix.dir, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", tarball], packs.dir);
+    const installed = join(prefix.dir, "lib/node_modules/sessionstate");
+    const bin = join(prefix.dir, "bin/sessionstate");
+
+    const help = await sh(bin, ["--help"], data.dir);
+    for (const command of ["serve", "status <key>", "tail", "token hash"]) assert.match(help.stdout, new RegExp(`^  ${command} `, "mu"), command);
+
+    // What was installed: the build and the contract, not the sources; no dev dependency.
+    assert.equal(existsSync(join(installed, "dist/src/cli.js")), true);
+    assert.equal(existsSync(join(installed, "proto/sessionstate/v1/signal_log.proto")), true);
+    for (const absent of ["src", "test", "node_modules/tsx", "node_modules/typescript", "node_modules/@bufbuild/buf"]) {
+      assert.equal(existsSync(join(installed, absent)), false, absent);
+    }
+    const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+    assert.equal(manifest.dependencies.tsx, undefined, "tsx is a dev dependency");
+
+    const server = await spawnServer(["--listen", "127.0.0.1:0", "--db", join(data.dir, "state.db")], {}, [], bin);
+    try {
+      const status = await sh(bin, ["status", "--server", server.address, "agent:main:main"], data.dir);
+      assert.equal(status.stdout, "session agent:main:main (agent main)\nstate version 0\n");
+    } finally {
+      server.child.kill("SIGTERM");
+      assert.equal(await server.exited, 0);
+    }
+  } finally {
+    prefix.remove();
+    packs.remove();
+    data.remove();
+  }
+});
