@@ -18,7 +18,7 @@ function newestUnder(dir) {
 }
 
 const checkout = existsSync(`${root}src`);
-const sources = ["src", "gen", "clients/typescript/src"].map((dir) => `${root}${dir}`).filter((dir) => existsSync(dir));
+const sources = ["src", "gen", "clients/typescript/src", "clients/mcp/src"].map((dir) => `${root}${dir}`).filter((dir) => existsSync(dir));
 const current = existsSync(built) && (!checkout || statSync(built).mtimeMs >= Math.max(...sources.map(newestUnder)));
 if (current) {
   await import(built);

@@ -1,4 +1,5 @@
 import { UsageError } from "./commands/connection.js";
+import { mcpCommand, mcpUsage } from "./commands/mcp-command.js";
 import { statusCommand, statusUsage } from "./commands/status-command.js";
 import { tailCommand, tailUsage } from "./commands/tail-command.js";
 import { tokenCommand, tokenUsage } from "./commands/token-command.js";
@@ -19,12 +20,13 @@ commands:
   serve          run the service
   status <key>   print a session's version and changes
   tail           follow stale notices
+  mcp            serve MCP tools for an agent on stdio (needs @sessionstate/mcp)
   token hash     hash a token for the tokens file
   help [command]
 
 ${serveUsage}`;
 
-const usages: Record<string, string> = { serve: serveUsage, status: statusUsage, tail: tailUsage, token: tokenUsage };
+const usages: Record<string, string> = { serve: serveUsage, status: statusUsage, tail: tailUsage, mcp: mcpUsage, token: tokenUsage };
 
 /** Runs an operator command: usage errors exit 2, RPC failures print the status and exit 1. */
 async function runCommand(name: string, run: () => Promise<number>): Promise<number> {
@@ -56,6 +58,8 @@ async function main(argv: readonly string[]): Promise<number> {
       process.once("SIGTERM", onSignal);
       return runCommand(command, () => tailCommand(args, process.env, process.stdout, stop.signal));
     }
+    case "mcp":
+      return runCommand(command, () => mcpCommand(args, process.env));
     case "token":
       return runCommand(command, () => tokenCommand(args, process.stdin, process.stdout));
     case "help":

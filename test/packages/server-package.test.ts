@@ -8,22 +8,25 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { spawnServer } from "../process-helpers.js";
 import { tempDir } from "../helpers.js";
 import { pack, repoRoot, sh } from "./package-helpers.js";
 
-test("npm install -g of the packed server gives a sessionstate that lists its commands, serves, and runs compiled code only", async () => {
+test("npm install -g of the packed server (with the client and MCP packs) gives a sessionstate that lists its commands, serves, runs compiled code only, and serves MCP", async () => {
   const prefix = tempDir();
   const packs = tempDir();
   const data = tempDir();
   try {
-    const tarball = await pack(repoRoot, packs.dir);
-    await sh("npm", ["install", "--global", "--prefix", prefix.dir, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", tarball], packs.dir);
+    // The server, and beside it the client and the MCP server that `sessionstate mcp` loads.
+    const tarballs = [await pack(repoRoot, packs.dir), await pack(join(repoRoot, "clients/typescript"), packs.dir), await pack(join(repoRoot, "clients/mcp"), packs.dir)];
+    await sh("npm", ["install", "--global", "--prefix", prefix.dir, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", ...tarballs], packs.dir);
     const installed = join(prefix.dir, "lib/node_modules/sessionstate");
     const bin = join(prefix.dir, "bin/sessionstate");
 
     const help = await sh(bin, ["--help"], data.dir);
-    for (const command of ["serve", "status <key>", "tail", "token hash"]) assert.match(help.stdout, new RegExp(`^  ${command} `, "mu"), command);
+    for (const command of ["serve", "status <key>", "tail", "mcp", "token hash"]) assert.match(help.stdout, new RegExp(`^  ${command} `, "mu"), command);
 
     // What was installed: the build and the contract, not the sources; no dev dependency.
     assert.equal(existsSync(join(installed, "dist/src/cli.js")), true);
@@ -38,6 +41,14 @@ test("npm install -g of the packed server gives a sessionstate that lists its co
     try {
       const status = await sh(bin, ["status", "--server", server.address, "agent:main:main"], data.dir);
       assert.equal(status.stdout, "session agent:main:main (agent main)\nstate version 0\n");
+      // The installed `sessionstate mcp` answers an MCP client over stdio.
+      const mcp = new Client({ name: "package-test", version: "1.0.0" });
+      await mcp.connect(new StdioClientTransport({ command: bin, args: ["mcp", "--server", server.address, "--session", "agent:main:main"], stderr: "inherit" }));
+      try {
+        assert.deepEqual((await mcp.listTools()).tools.map((tool) => tool.name).sort(), ["session_status", "session_unwatch", "session_watch", "sessions_list", "stale_notices"]);
+      } finally {
+        await mcp.close();
+      }
     } finally {
       server.child.kill("SIGTERM");
       assert.equal(await server.exited, 0);
