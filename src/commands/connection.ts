@@ -20,8 +20,13 @@ export const connectionUsage = `connection (flags, or environment variables):
 /** Thrown for bad command lines; the CLI prints the message and exits with 2. */
 export class UsageError extends Error {}
 
+/** What a strict parse of a command's arguments gives: its flag values and positionals. */
+type ParsedCommandArgs<O extends ParseArgsConfig["options"]> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: true }>
+>;
+
 /** Parses a command's arguments strictly, turning parse failures into UsageError. */
-export function parseCommandArgs<O extends ParseArgsConfig["options"]>(args: readonly string[], options: O) {
+export function parseCommandArgs<O extends ParseArgsConfig["options"]>(args: readonly string[], options: O): ParsedCommandArgs<O> {
   try {
     return parseArgs({ args: [...args], options, strict: true, allowPositionals: true });
   } catch (err) {
