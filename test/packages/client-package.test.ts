@@ -1,7 +1,7 @@
 /**
  * `@sessionstate/client` as a user gets it: packed, installed into an empty project from the tarball,
- * used from plain JavaScript against a real server, and type-checked from TypeScript (where a wrong
- * field must fail). Run by `npm run test:packages` (in .ci/run): it installs from the npm registry.
+ * used from plain JavaScript (ESM and CommonJS) against a real server, and type-checked from TypeScript
+ * (where a wrong field must fail). Run by `npm run test:packages` (in .ci/run): it installs from the npm registry.
  */
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -73,6 +73,23 @@ console.log(JSON.stringify({ version: String(appended.stateVersion), target: not
       // Appends travel in AppendBatch calls: the refusal names the entry and the field.
       refused: { invalidArgument: true, details: "appends[0]: session.key: must not be empty" },
     });
+  });
+
+  test("CommonJS: require() gets the same client, which appends and reads back", async () => {
+    writeFileSync(
+      join(project.dir, "gateway.cjs"),
+      `const { ActorType, EventKind, SessionStateClient } = require("@sessionstate/client");
+(async () => {
+  const client = new SessionStateClient({ address: process.argv[2] });
+  const appended = await client.append({ session: { key: "agent:main:cjs" }, kind: EventKind.GOAL_CHANGED, actorType: ActorType.AGENT, summary: "from require" });
+  const status = await client.reconcile.sessionStatus({ session: { key: "agent:main:cjs" }, changesSince: 0n });
+  client.close();
+  console.log(JSON.stringify({ recorded: appended.recorded, summaries: status.stateChanges.events.map((e) => e.summary) }));
+})();
+`,
+    );
+    const { stdout } = await sh(process.execPath, ["gateway.cjs", server.address], project.dir);
+    assert.deepEqual(JSON.parse(stdout.trim()), { recorded: true, summaries: ["from require"] });
   });
 
   test("TypeScript: a gateway type-checks with tsc --strict, and a wrong field fails to", async () => {
