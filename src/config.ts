@@ -8,6 +8,7 @@ import { isValidSchemaName } from "./store/postgres-schema.js";
 import { isPostgresUrl, parsePostgresUrl } from "./store/postgres-url.js";
 import { TokenRegistry } from "./rpc/tokens.js";
 import { defaultSyntheticPrefixes } from "./upstream/claude-classifier.js";
+import { defaultSkimLimits } from "./upstream/json-skim.js";
 
 /** Every setting of `sessionstate serve`. */
 export interface Config {
@@ -242,11 +243,13 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
     } catch {
       parsed = undefined;
     }
-    // The built-in prefixes are the floor: configured ones add to them (SPEC §8.1).
-    if (Array.isArray(parsed) && parsed.every((p) => typeof p === "string" && p !== "")) {
+    // The built-in prefixes are the floor: configured ones add to them (SPEC §8.1). A prefix fits in the
+    // head a long line's strings keep when streamed, so the verdict is the same as a whole parse's.
+    const maxChars = defaultSkimLimits.headChars;
+    if (Array.isArray(parsed) && parsed.every((p) => typeof p === "string" && p !== "" && p.length <= maxChars)) {
       config.syntheticPrefixes = [...defaultSyntheticPrefixes, ...(parsed as string[])];
     }
-    else problems.push(`${prefixes.source}: must be a JSON array of non-empty strings`);
+    else problems.push(`${prefixes.source}: must be a JSON array of non-empty strings of at most ${maxChars} characters`);
   }
   const listen = raw("listen");
   if (listen !== undefined) {

@@ -33,7 +33,6 @@ describe("sessionstate mcp", () => {
       new StdioClientTransport({
         command: process.execPath,
         args: [binPath, "mcp", "--server", t.server.address, "--session", agent],
-        env: { ...process.env, NODE_TEST_CONTEXT: "" } as Record<string, string>,
         stderr: "inherit",
       }),
     );

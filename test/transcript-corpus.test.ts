@@ -11,7 +11,8 @@ import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
 import { EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { defaultSyntheticPrefixes } from "../src/upstream/claude-classifier.js";
-import { classifierForCatalog, classifyLine, parseRow } from "../src/upstream/transcript-catalogs.js";
+import { JsonSkimmer } from "../src/upstream/json-skim.js";
+import { classifierForCatalog, classifyLine, classifySkimmed, parseRow } from "../src/upstream/transcript-catalogs.js";
 import { startTestServer, tempDir } from "./helpers.js";
 
 interface Label {
@@ -103,11 +104,46 @@ async function replayThroughTheMonitor(catalogId: string, file: CorpusFile): Pro
   }
 }
 
+/**
+ * Every real row, streamed through the skimmer that reads lines too long to parse whole (in pieces of
+ * 7 bytes, and with limits small enough that strings past 64 characters keep only their heads, 128
+ * characters, longer than any built-in prefix), gets the verdict a
+ * whole parse gives: the same human turns, the same classes, the same texts unless cut.
+ */
+async function checkSkimmedVerdicts(catalogId: string): Promise<number> {
+  const classifier = classifierForCatalog(catalogId)!;
+  let checked = 0;
+  for (const file of corpus(catalogId)) {
+    const context = { syntheticPrefixes: defaultSyntheticPrefixes, firstRow: parseRow(file.rows[0]!) };
+    for (const [i, row] of file.rows.entries()) {
+      const skimmer = new JsonSkimmer({ keepChars: 64, headChars: 128, lineChars: 4096, maxValues: 100_000, keepDepth: 8 });
+      const bytes = Buffer.from(row);
+      for (let at = 0; at < bytes.length; at += 7) await skimmer.write(bytes.subarray(at, at + 7));
+      const skimmed = classifySkimmed(classifier, await skimmer.end(), context);
+      const whole = classifyLine(classifier, row, context);
+      const where = `${file.name} line ${i + 1}`;
+      assert.equal(skimmed.human, whole.human, where);
+      if (!skimmed.human && !whole.human) assert.equal(skimmed.rowClass, whole.rowClass, where);
+      if (skimmed.human && whole.human) {
+        assert.equal(skimmed.timestampMs, whole.timestampMs, where);
+        if (!skimmed.textCut) assert.equal(skimmed.text, whole.text, where);
+        else assert.ok(whole.text.trimStart().startsWith(skimmed.text.trimStart().slice(0, 128)), where);
+      }
+      checked++;
+    }
+  }
+  return checked;
+}
+
 describe("the Claude Code classifier on real rows", () => {
   test("every row of the corpus gets the verdict its label gives", () => {
     const { rows, humans } = checkEveryRow("claude", corpus("claude"));
     // The corpus is real: its size is part of what this test claims.
     assert.ok(rows >= 60 && humans >= 20, `${rows} rows, ${humans} human`);
+  });
+
+  test("streamed through the skimmer of long lines, every row gets the verdict of a whole parse", async () => {
+    assert.equal(await checkSkimmedVerdicts("claude"), corpus("claude").reduce((n, f) => n + f.rows.length, 0));
   });
 
   test("end to end: rows appended one at a time to an adopted transcript record exactly the human ones", () =>
@@ -118,6 +154,10 @@ describe("the Codex classifier on real rows", () => {
   test("every row of the corpus gets the verdict its label gives", () => {
     const { rows, humans } = checkEveryRow("codex", corpus("codex"));
     assert.ok(rows >= 150 && humans >= 7, `${rows} rows, ${humans} human`);
+  });
+
+  test("streamed through the skimmer of long lines, every row gets the verdict of a whole parse", async () => {
+    assert.equal(await checkSkimmedVerdicts("codex"), corpus("codex").reduce((n, f) => n + f.rows.length, 0));
   });
 
   for (const name of ["localpush-0.104-session.jsonl", "localpush-0.104-rows.jsonl", "capy-0.125-0.152.jsonl", "capy-subagent-0.125.jsonl"]) {

@@ -123,6 +123,9 @@ describe("Claude Code transcript classifier", () => {
     assert.equal(classifyWith("<my-gateway-relay>from telegram"), false);
     assert.equal(classifyWith("<task-notification>done</task-notification>"), false);
     assert.equal(classifyWith("a real prompt"), true);
+    // A prefix must fit in the head a streamed long line keeps of each string.
+    assert.throws(() => loadConfig(["--synthetic-prefixes", JSON.stringify(["x".repeat(4097)])], {}), /--synthetic-prefixes: must be a JSON array of non-empty strings of at most 4096 characters/u);
+    assert.equal(loadConfig(["--synthetic-prefixes", JSON.stringify(["x".repeat(4096)])], {}).syntheticPrefixes.length, defaultSyntheticPrefixes.length + 1);
   });
 
   test("tool results, meta, compaction summaries, sidechains and synthetic texts are not human", () => {

@@ -21,16 +21,16 @@ export interface McpServerOptions {
 const statusNames = new Map<number, string>(Object.entries(StatusCode).map(([name, code]) => [code, name]));
 
 /** Lower-case names as the seed writes them: `human_direct_message`, `human`. */
-function enumName(names: Record<number, string>, prefixLength: number, value: number): string {
+function enumName(names: Record<number, string>, value: number): string {
   const name = names[value];
-  return name === undefined ? String(value) : name.slice(prefixLength).toLowerCase();
+  return name === undefined ? String(value) : name.toLowerCase();
 }
 
 function eventToJson(event: StateEvent): Record<string, unknown> {
   return {
     sequence: Number(event.sequence),
-    kind: enumName(EventKind as unknown as Record<number, string>, 0, event.kind),
-    actorType: enumName(ActorType as unknown as Record<number, string>, 0, event.actorType),
+    kind: enumName(EventKind as unknown as Record<number, string>, event.kind),
+    actorType: enumName(ActorType as unknown as Record<number, string>, event.actorType),
     ...(event.actorId === "" ? {} : { actorId: event.actorId }),
     summary: event.summary,
     ...(event.occurredAt === undefined
