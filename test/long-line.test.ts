@@ -4,11 +4,10 @@
  * the line's size. Runs the scan in a process of its own (test/probes/long-line-probe.ts) to measure it.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { test } from "node:test";
 import { EventKind } from "../gen/sessionstate/v1/types_pb.js";
+import { runProgram } from "./process-helpers.js";
 
 const probe = fileURLToPath(new URL("./probes/long-line-probe.ts", import.meta.url));
 
@@ -23,12 +22,9 @@ interface ProbeResult {
 }
 
 async function runProbe(lineMiB: number): Promise<ProbeResult & { growthMiB: number }> {
-  // Without NODE_TEST_CONTEXT: the probe is a program, not a test file reporting to this runner.
-  const { NODE_TEST_CONTEXT: _runner, ...env } = process.env;
-  const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", probe], {
-    env: { ...env, SESSIONSTATE_TEST_BACKEND: "sqlite", PROBE_LINE_MIB: String(lineMiB) },
-    maxBuffer: 1024 * 1024,
-    timeout: 240_000,
+  const { stdout } = await runProgram(process.execPath, ["--import", "tsx", probe], process.cwd(), {
+    SESSIONSTATE_TEST_BACKEND: "sqlite",
+    PROBE_LINE_MIB: String(lineMiB),
   });
   // The helpers load node:test, which prints its summary too: the result is the line that is JSON.
   const result = JSON.parse(stdout.split("\n").find((line) => line.startsWith("{"))!) as ProbeResult;

@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 
 /** The real program, as users run it. */
 export const binPath = fileURLToPath(new URL("../bin/sessionstate.js", import.meta.url));
@@ -13,6 +14,22 @@ export async function freePort(): Promise<number> {
   const { port } = probe.address() as { port: number };
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   return port;
+}
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * Runs a program to completion (10 minutes at most) and returns its output; on failure the error
+ * carries it. Without NODE_TEST_CONTEXT: what runs is a program, not a test reporting to this runner.
+ */
+export async function runProgram(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string }> {
+  const { NODE_TEST_CONTEXT: _runner, ...inherited } = process.env;
+  try {
+    return await execFileAsync(file, args, { cwd, env: { ...inherited, ...env }, maxBuffer: 16 * 1024 * 1024, timeout: 600_000 });
+  } catch (err) {
+    const { stdout = "", stderr = "" } = err as { stdout?: string; stderr?: string };
+    throw Object.assign(new Error(`${file} ${args.join(" ")} failed:\n${stdout}${stderr}`), { stdout, stderr });
+  }
 }
 
 /** A spawned `sessionstate` process. */

@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { spawnServer, type ServerProcess } from "../process-helpers.js";
+import { runProgram, spawnServer, type ServerProcess } from "../process-helpers.js";
 import { tempDir } from "../helpers.js";
-import { emptyProject, npmInstall, pack, repoRoot, sh } from "./package-helpers.js";
+import { emptyProject, npmInstall, pack, repoRoot } from "./package-helpers.js";
 
 describe("the @sessionstate/client package", () => {
   const project = emptyProject();
@@ -63,7 +63,7 @@ client.close();
 console.log(JSON.stringify({ version: String(appended.stateVersion), target: notice.target.key, notified: String(notice.notifiedVersion), acknowledged: ack.acknowledged, refused }));
 `,
     );
-    const { stdout } = await sh(process.execPath, ["gateway.mjs", server.address], project.dir);
+    const { stdout } = await runProgram(process.execPath, ["gateway.mjs", server.address], project.dir);
     const result = JSON.parse(stdout.trim()) as Record<string, unknown>;
     assert.deepEqual(result, {
       version: "1",
@@ -88,7 +88,7 @@ console.log(JSON.stringify({ version: String(appended.stateVersion), target: not
 })();
 `,
     );
-    const { stdout } = await sh(process.execPath, ["gateway.cjs", server.address], project.dir);
+    const { stdout } = await runProgram(process.execPath, ["gateway.cjs", server.address], project.dir);
     assert.deepEqual(JSON.parse(stdout.trim()), { recorded: true, summaries: ["from require"] });
   });
 
@@ -114,9 +114,9 @@ export async function consume(notice: StaleNotice): Promise<boolean> {
 }
 `;
     writeFileSync(join(project.dir, "src/gateway.ts"), gateway('summary: "goal set"'));
-    await sh(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "."], project.dir);
+    await runProgram(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "."], project.dir);
     writeFileSync(join(project.dir, "src/gateway.ts"), gateway('summry: "goal set"'));
-    const failed = await sh(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "."], project.dir).then(
+    const failed = await runProgram(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "."], project.dir).then(
       () => assert.fail("a wrong field type-checked"),
       (err: { stdout: string }) => err.stdout,
     );

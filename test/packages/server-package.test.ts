@@ -10,9 +10,9 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { spawnServer } from "../process-helpers.js";
+import { runProgram, spawnServer } from "../process-helpers.js";
 import { tempDir } from "../helpers.js";
-import { pack, repoRoot, sh } from "./package-helpers.js";
+import { pack, repoRoot } from "./package-helpers.js";
 
 test("npm install -g of the packed server (with the client and MCP packs) gives a sessionstate that lists its commands, serves, runs compiled code only, and serves MCP", async () => {
   const prefix = tempDir();
@@ -21,11 +21,11 @@ test("npm install -g of the packed server (with the client and MCP packs) gives 
   try {
     // The server, and beside it the client and the MCP server that `sessionstate mcp` loads.
     const tarballs = [await pack(repoRoot, packs.dir), await pack(join(repoRoot, "clients/typescript"), packs.dir), await pack(join(repoRoot, "clients/mcp"), packs.dir)];
-    await sh("npm", ["install", "--global", "--prefix", prefix.dir, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", ...tarballs], packs.dir);
+    await runProgram("npm", ["install", "--global", "--prefix", prefix.dir, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", ...tarballs], packs.dir);
     const installed = join(prefix.dir, "lib/node_modules/sessionstate");
     const bin = join(prefix.dir, "bin/sessionstate");
 
-    const help = await sh(bin, ["--help"], data.dir);
+    const help = await runProgram(bin, ["--help"], data.dir);
     for (const command of ["serve", "status <key>", "tail", "mcp", "token hash"]) assert.match(help.stdout, new RegExp(`^  ${command} `, "mu"), command);
 
     // What was installed: the build and the contract, not the sources; no dev dependency.
@@ -39,7 +39,7 @@ test("npm install -g of the packed server (with the client and MCP packs) gives 
 
     const server = await spawnServer(["--listen", "127.0.0.1:0", "--db", join(data.dir, "state.db")], {}, [], bin);
     try {
-      const status = await sh(bin, ["status", "--server", server.address, "agent:main:main"], data.dir);
+      const status = await runProgram(bin, ["status", "--server", server.address, "agent:main:main"], data.dir);
       assert.equal(status.stdout, "session agent:main:main (agent main)\nstate version 0\n");
       // The installed `sessionstate mcp` answers an MCP client over stdio.
       const mcp = new Client({ name: "package-test", version: "1.0.0" });
