@@ -154,22 +154,7 @@ export class RpcEdge {
       if ("status" in auth) return callback(auth.status);
       const decoded = this.decode(method, call.request);
       if ("status" in decoded) return callback(decoded.status);
-      // grpc-js reports 'cancelled' at the end of every call, and aborting builds a DOMException: create
-      // the signal, and listen for cancellation, only for handlers that ask for it.
-      let abort: AbortController | undefined;
-      const context: CallContext = {
-        method: path,
-        principal: auth.principal,
-        get signal() {
-          if (abort === undefined) {
-            const controller = new AbortController();
-            abort = controller;
-            if (call.cancelled) controller.abort();
-            else call.once("cancelled", () => controller.abort());
-          }
-          return abort.signal;
-        },
-      };
+      const context = new UnaryCallContext(path, auth.principal, call);
       Promise.resolve()
         .then(() => handler(decoded.request as never, context))
         .then((response) => encode(method.output, response))
@@ -244,6 +229,33 @@ export class RpcEdge {
           (err: unknown) => finish(statusFromError(err, this.log, path)),
         );
     };
+  }
+}
+
+/**
+ * The context of a unary call. grpc-js reports 'cancelled' at the end of every call, and aborting builds a
+ * DOMException: the signal, and the listener for cancellation, are made only for handlers that ask for it.
+ * A class, not an object literal with a getter: V8 gives each such literal a hidden class of its own, which
+ * lives in old space, and on this path that cost more than the rest of the edge (measured with h2load on
+ * a trivial method: 16,000 instead of 22,000 calls/s, with a mark-compact every 0.4 s).
+ */
+class UnaryCallContext implements CallContext {
+  private abort: AbortController | undefined;
+
+  constructor(
+    readonly method: string,
+    readonly principal: Principal | undefined,
+    private readonly call: ServerUnaryCall<Buffer, Buffer>,
+  ) {}
+
+  get signal(): AbortSignal {
+    if (this.abort === undefined) {
+      const controller = new AbortController();
+      this.abort = controller;
+      if (this.call.cancelled) controller.abort();
+      else this.call.once("cancelled", () => controller.abort());
+    }
+    return this.abort.signal;
   }
 }
 
