@@ -48,6 +48,8 @@ export interface Config {
   metricsListen: { host: string; port: number } | undefined;
   /** Largest request message accepted. */
   maxRequestBytes: number;
+  /** Bytes of encoded SessionStatus answers kept for repeated questions (SQLite only); 0: none. */
+  statusCacheBytes: number;
   /** Most server streams open at once on one connection, and in total. */
   maxStreamsPerConnection: number;
   maxStreams: number;
@@ -74,6 +76,7 @@ export const defaultConfig: Readonly<Config> = {
   insecureBind: false,
   metricsListen: undefined,
   maxRequestBytes: 1024 * 1024,
+  statusCacheBytes: 16 * 1024 * 1024,
   maxStreamsPerConnection: 100,
   maxStreams: 10_000,
 };
@@ -106,6 +109,7 @@ const settings = {
   "tls-client-ca": { env: "SESSIONSTATE_TLS_CLIENT_CA" },
   "metrics-listen": { env: "SESSIONSTATE_METRICS_LISTEN" },
   "max-request-bytes": { env: "SESSIONSTATE_MAX_REQUEST_BYTES" },
+  "status-cache-bytes": { env: "SESSIONSTATE_STATUS_CACHE_BYTES" },
   "max-streams-per-connection": { env: "SESSIONSTATE_MAX_STREAMS_PER_CONNECTION" },
   "max-streams": { env: "SESSIONSTATE_MAX_STREAMS" },
 } as const;
@@ -189,6 +193,7 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
     insecureBind: flags["insecure-bind"] === true || ["1", "true"].includes(env[insecureBindEnv] ?? ""),
     metricsListen: undefined,
     maxRequestBytes: integer("max-request-bytes", defaultConfig.maxRequestBytes, 1024, 64 * 1024 * 1024),
+    statusCacheBytes: integer("status-cache-bytes", defaultConfig.statusCacheBytes, 0, 4 * 1024 * 1024 * 1024),
     maxStreamsPerConnection: integer("max-streams-per-connection", defaultConfig.maxStreamsPerConnection, 1, 100_000),
     maxStreams: integer("max-streams", defaultConfig.maxStreams, 1, 1_000_000),
   };

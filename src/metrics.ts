@@ -68,6 +68,14 @@ export class Metrics {
     help: "Writes refused because the storage is full.",
     registers: [this.registry],
   });
+  readonly statusAnswers = new Counter({
+    name: "sessionstate_status_answers_total",
+    help: "SessionStatus answers with changes or a version, by source: store (read from the database) or cache (the same question, asked again while nothing it reads changed).",
+    labelNames: ["source"] as const,
+    registers: [this.registry],
+  });
+  /** Pre-resolved children of statusAnswers: one is counted on every SessionStatus call. */
+  readonly statusAnswersFrom = { store: this.statusAnswers.labels("store"), cache: this.statusAnswers.labels("cache") };
   readonly storageFull = new Gauge({
     name: "sessionstate_storage_full",
     help: "1 while the storage is full (the last write was refused for lack of space), else 0.",

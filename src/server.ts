@@ -161,7 +161,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   const health = new HealthState(services.map((service) => service.typeName));
   edge.addService(SignalLog, signalLogHandlers({ store, clock, retention, metrics, log: logger.child({ component: "rpc" }) }));
   edge.addService(Watch, watchHandlers({ store, hub, clock, metrics }));
-  edge.addService(Reconcile, reconcileHandlers({ store }));
+  edge.addService(Reconcile, reconcileHandlers({ store, statusCacheBytes: config.statusCacheBytes, metrics }));
   edge.addService(Upstream, upstreamHandlers({ store, monitor, activity, clock, transcriptRoot: config.transcriptRoot }));
   edge.addService(Health, health.handlers(), { isPublic: true });
   addReflection(server, [

@@ -7,14 +7,25 @@ import { agentPageOf, authorizeAgents } from "./authorize.js";
 import { sessionStatusResponse } from "../codec/response-codec.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { paginate } from "./page-token.js";
+import { StatusAnswerCache } from "./status-cache.js";
+import type { Metrics } from "../metrics.js";
 
 /** Most events one SessionStatus answer holds. */
 export const maxStatusEvents = 200;
 /** Most sessions one GetStateVersions call may ask for. */
 export const maxVersionRefs = 1000;
 
+/** What the Reconcile service needs. */
+export interface ReconcileDeps {
+  store: Store;
+  /** Bytes of SessionStatus answers kept for repeated questions; only used with a store that has status stamps. */
+  statusCacheBytes?: number;
+  metrics?: Metrics;
+}
+
 /** The Reconcile service: read-only, never moves a cursor. */
-export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<(typeof Reconcile)["method"]> {
+export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: ReconcileDeps): ServiceHandlers<(typeof Reconcile)["method"]> {
+  const cache = store.statusStamp !== undefined && statusCacheBytes > 0 ? new StatusAnswerCache(statusCacheBytes) : undefined;
   return {
     sessionStatus: async (request, context) => {
       const session = sessionIdFromRef("session", request.session);
@@ -27,6 +38,16 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
       }
       // Versions are far below 2^53; anything larger is simply past the head.
       const sinceNumber = since === undefined ? undefined : since > BigInt(Number.MAX_SAFE_INTEGER) ? Infinity : Number(since);
+      // The stamp is read before the answer, so a write in between only makes the remembered answer miss.
+      const stamp = cache === undefined ? undefined : store.statusStamp!(session);
+      const cacheKey = stamp === undefined ? undefined : StatusAnswerCache.keyOf(session.agentId, session.key, sinceNumber, limit);
+      if (cacheKey !== undefined) {
+        const answer = cache!.get(cacheKey, stamp!);
+        if (answer !== undefined) {
+          metrics?.statusAnswersFrom.cache.inc();
+          return answer;
+        }
+      }
       const status = await store.sessionStatus(session, sinceNumber, limit);
       if (since !== undefined && status.changes === undefined) {
         throw new ServiceError(
@@ -34,7 +55,10 @@ export function reconcileHandlers({ store }: { store: Store }): ServiceHandlers<
           `changes_since ${since} is above the session's state version ${status.stateVersion}`,
         );
       }
-      return sessionStatusResponse(session, status);
+      const answer = sessionStatusResponse(session, status);
+      if (cacheKey !== undefined) cache!.put(cacheKey, stamp!, answer);
+      metrics?.statusAnswersFrom.store.inc();
+      return answer;
     },
     listSessions: async (request, context) => {
       const { agentId, limit, after } = agentPageOf(context, request, "ListSessions");

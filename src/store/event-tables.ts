@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import type { StoredEvent } from "../domain/event.js";
 import type { SessionId } from "../domain/session-key.js";
 import type { EventWire, SessionHead } from "../domain/records.js";
+import { ChangeStamps } from "./change-stamps.js";
 import { eventFromRow, headFromRow, type EventRow, type HeadRow } from "./rows.js";
 
 /** An event about to be pruned: its sequence and its session. */
@@ -27,9 +28,12 @@ const sessionIdOf = "(SELECT session_id FROM heads WHERE agent_id = ? AND sessio
 
 /**
  * Prepared statements over the `events` and `heads` tables. Events refer to their session by the head's
- * integer `session_id`. Callers own the transactions; nothing here opens one.
+ * integer `session_id`. Callers own the transactions; nothing here opens one. Every write here bumps the
+ * change stamps of the sessions it touches.
  */
 export class EventTables {
+  /** Change stamps of the sessions' SessionStatus answers: every method here that writes bumps them. */
+  readonly stamps = new ChangeStamps();
   private readonly insert;
   private readonly nextSequenceOf;
   private readonly byDedupeKey;
@@ -115,6 +119,7 @@ export class EventTables {
    */
   insertEvent(event: StoredEvent, dedupeKey: string | undefined, nowMs: number): void {
     const { payload } = event;
+    this.stamps.bump({ agentId: event.agentId, key: event.sessionKey });
     const sessionId = this.upsertHead.get(event.agentId, event.sessionKey, event.sequence, nowMs)!;
     this.insert.run(
       event.sequence,
@@ -173,6 +178,7 @@ export class EventTables {
 
   /** Deletes the session's events and head; returns how many events went. */
   deleteSession(session: SessionId): number {
+    this.stamps.bump(session);
     const { changes } = this.deleteOfSession.run(session.agentId, session.key);
     this.deleteHeadRow.run(session.agentId, session.key);
     return changes;
@@ -200,6 +206,7 @@ export class EventTables {
 
   /** Raises each affected session's prune watermark to its highest removed sequence, then deletes the rows. */
   private removeEvents(rows: readonly RemovedRow[]): void {
+    if (rows.length > 0) this.stamps.bumpAll();
     const watermarks = new Map<number, number>();
     for (const row of rows) watermarks.set(row.session_id, Math.max(watermarks.get(row.session_id) ?? 0, row.sequence));
     for (const [sessionId, sequence] of watermarks) this.raiseWatermark.run(sequence, sessionId);

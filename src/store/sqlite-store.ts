@@ -147,6 +147,10 @@ export class SqliteStore implements Store {
     };
   }
 
+  statusStamp(session: SessionId): number {
+    return this.events.stamps.of(session);
+  }
+
   async listSessions(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<SessionHead[]> {
     return this.events.heads(filter.agentId, filter.after, filter.limit);
   }

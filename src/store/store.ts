@@ -27,6 +27,12 @@ export interface Store {
   append(input: AppendInput): Promise<AppendOutcome>;
   /** Reads a session's version and, when `changesSince` is given and not above it, up to `limit` events after it. */
   sessionStatus(session: SessionId, changesSince: number | undefined, limit: number): Promise<SessionStatus>;
+  /**
+   * A number that changes whenever the session's SessionStatus answer may change (its head or its events):
+   * an answer read after the stamp holds for as long as the stamp stays the same. Only a backend that sees
+   * every write has it; absent on one whose database other processes write too.
+   */
+  statusStamp?(session: SessionId): number;
   /** Sessions with a head, ordered by (agent id, key), strictly after `after`. */
   listSessions(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<SessionHead[]>;
   /** The state version of each session, `undefined` where it has no head; same order as asked. */

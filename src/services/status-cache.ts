@@ -1,0 +1,67 @@
+import type { SessionStatusResponseSchema } from "../../gen/sessionstate/v1/reconcile_pb.js";
+import type { WireMessage } from "../codec/wire-message.js";
+
+type Answer = WireMessage<typeof SessionStatusResponseSchema>;
+
+interface Entry {
+  stamp: number;
+  answer: Answer;
+}
+
+/**
+ * Encoded SessionStatus answers, by (session, changes_since, limit), each kept with the store's status
+ * stamp of its session read before the answer was (Store.statusStamp). An answer is served again only
+ * while the stamp is unchanged, so it is exactly what the store would answer now. Several watchers
+ * reconciling one target after a notice ask the same question; the first reads the store, the others
+ * get its bytes. Bounded by the bytes of the answers held; the least recently used go first.
+ */
+export class StatusAnswerCache {
+  private readonly entries = new Map<string, Entry>();
+  private bytes = 0;
+
+  /** `maxBytes` 0 keeps nothing. */
+  constructor(private readonly maxBytes: number) {}
+
+  /** The key of a question. */
+  static keyOf(agentId: string, key: string, changesSince: number | undefined, limit: number): string {
+    return `${limit} ${changesSince ?? "-"} ${agentId.length} ${agentId}${key}`;
+  }
+
+  /** The answer remembered for `key` if it was read under `stamp`. */
+  get(key: string, stamp: number): Answer | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.stamp !== stamp) {
+      this.remove(key, entry);
+      return undefined;
+    }
+    // Most recently used last: Map keeps insertion order.
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry.answer;
+  }
+
+  /** Remembers `answer`, read after `stamp` was. */
+  put(key: string, stamp: number, answer: Answer): void {
+    const size = answer.bytes.byteLength + key.length;
+    if (size > this.maxBytes / 8) return;
+    const old = this.entries.get(key);
+    if (old !== undefined) this.remove(key, old);
+    this.entries.set(key, { stamp, answer });
+    this.bytes += size;
+    for (const [oldest, entry] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      this.remove(oldest, entry);
+    }
+  }
+
+  /** Answers held and their bytes. */
+  get size(): { answers: number; bytes: number } {
+    return { answers: this.entries.size, bytes: this.bytes };
+  }
+
+  private remove(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    this.bytes -= entry.answer.bytes.byteLength + key.length;
+  }
+}
