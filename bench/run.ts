@@ -472,6 +472,13 @@ async function okCalls(port: number, method: string): Promise<number> {
   return match === null ? 0 : Number(match[1]);
 }
 
+/** How many SessionStatus answers the server at metrics `port` gave from `source` (store or cache). */
+async function statusAnswers(port: number, source: "store" | "cache"): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const match = new RegExp(`^sessionstate_status_answers_total\\{source="${source}"\\} (\\d+)$`, "m").exec(text);
+  return match === null ? 0 : Number(match[1]);
+}
+
 /** Medians over rounds of h2load runs; `check` proves afterwards that every call succeeded. */
 async function h2loadRounds(url: string, body: string, pid: number): Promise<H2loadRun & { calls: number }> {
   const runs: H2loadRun[] = [];
@@ -512,9 +519,13 @@ async function h2loadPerCall(echo: Listening): Promise<void> {
   results.h2load_echo_per_sec = echoRun.requestsPerSec;
   results.h2load_echo_cpu_ms_per_1000 = echoRun.serverCpuMsPer1000;
 
-  const ours = async (durability: "normal" | "full") => {
+  const ours = async (durability: "normal" | "full", statusCache = true) => {
     const metricsPort = await freePort();
-    const server = await sessionstate(`h2load-${durability}`, ["--durability", durability, "--metrics-listen", `127.0.0.1:${metricsPort}`]);
+    const server = await sessionstate(`h2load-${durability}${statusCache ? "" : "-nocache"}`, [
+      "--durability", durability,
+      "--metrics-listen", `127.0.0.1:${metricsPort}`,
+      ...(statusCache ? [] : ["--status-cache-bytes", "0"]),
+    ]);
     const clients = connect(server.address);
     try {
       const append = await h2loadRounds(`http://${server.address}/sessionstate.v1.SignalLog/Append`, appendBody, server.child.pid!);
@@ -535,6 +546,10 @@ async function h2loadPerCall(echo: Listening): Promise<void> {
       const statusOk = await okCalls(metricsPort, "/sessionstate.v1.Reconcile/SessionStatus");
       // One more call: the clients' own SessionStatus above.
       if (statusOk !== status.calls + 1) throw new Error(`h2load SessionStatus: ${status.calls} sent, ${statusOk - 1} answered OK`);
+      // Where the answers came from: with the cache all but the first from memory, without it all from the store.
+      const fromCache = await statusAnswers(metricsPort, "cache");
+      const expectedFromCache = statusCache ? status.calls - 1 : 0;
+      if (fromCache !== expectedFromCache) throw new Error(`h2load SessionStatus: ${fromCache} answers from the cache, expected ${expectedFromCache}`);
       return { append, status };
     } finally {
       clients.close();
@@ -557,11 +572,17 @@ async function h2loadPerCall(echo: Listening): Promise<void> {
   };
 
   const normal = await ours("normal");
+  const uncached = await ours("normal", false);
   const full = await ours("full");
   row("h2load", `Append: calls/s, server CPU ms per 1,000`, `${normal.append.requestsPerSec.toFixed(0)} / ${normal.append.serverCpuMsPer1000.toFixed(0)}`);
   row("h2load", "Append / echo (throughput)", (normal.append.requestsPerSec / echoRun.requestsPerSec).toFixed(2), "goal >= 0.8");
   row("h2load", `SessionStatus, 20 events: calls/s, CPU ms per 1,000`, `${normal.status!.requestsPerSec.toFixed(0)} / ${normal.status!.serverCpuMsPer1000.toFixed(0)}`);
   row("h2load", "SessionStatus / echo (throughput)", (normal.status!.requestsPerSec / echoRun.requestsPerSec).toFixed(2), "goal >= 0.7");
+  row("h2load", `SessionStatus uncached (--status-cache-bytes 0): calls/s, CPU ms per 1,000`, `${uncached.status!.requestsPerSec.toFixed(0)} / ${uncached.status!.serverCpuMsPer1000.toFixed(0)}`);
+  row("h2load", "SessionStatus uncached / echo (throughput)", (uncached.status!.requestsPerSec / echoRun.requestsPerSec).toFixed(2));
+  results.h2load_status_uncached_per_sec = uncached.status!.requestsPerSec;
+  results.h2load_status_uncached_cpu_ms_per_1000 = uncached.status!.serverCpuMsPer1000;
+  results.h2load_status_uncached_vs_echo = uncached.status!.requestsPerSec / echoRun.requestsPerSec;
   results.h2load_append_per_sec = normal.append.requestsPerSec;
   results.h2load_append_cpu_ms_per_1000 = normal.append.serverCpuMsPer1000;
   results.h2load_status_per_sec = normal.status!.requestsPerSec;
@@ -581,10 +602,13 @@ async function h2loadPerCall(echo: Listening): Promise<void> {
   results.h2load_etcd_put_disk_per_sec = disk.requestsPerSec;
   results.h2load_etcd_put_disk_cpu_ms_per_1000 = disk.serverCpuMsPer1000;
   results.h2load_append_cpu_vs_etcd_put = normal.append.serverCpuMsPer1000 / tmpfs.serverCpuMsPer1000;
+  // The floor under that ratio: a grpc-js server that does nothing but answer.
+  results.h2load_echo_cpu_vs_etcd_put = echoRun.serverCpuMsPer1000 / tmpfs.serverCpuMsPer1000;
   results.h2load_append_vs_etcd_put = normal.append.requestsPerSec / tmpfs.requestsPerSec;
   results.h2load_append_full_cpu_vs_etcd_put_disk = full.append.serverCpuMsPer1000 / disk.serverCpuMsPer1000;
   results.h2load_append_full_vs_etcd_put_disk = full.append.requestsPerSec / disk.requestsPerSec;
   row("h2load", "Append CPU per call / etcd Put's (tmpfs; full vs disk)", `${Number(results.h2load_append_cpu_vs_etcd_put).toFixed(2)}; ${Number(results.h2load_append_full_cpu_vs_etcd_put_disk).toFixed(2)}`, "goal <= 1.0");
+  row("h2load", "echo CPU per call / etcd Put's (tmpfs): the floor of the ratio above", Number(results.h2load_echo_cpu_vs_etcd_put).toFixed(2));
   row("h2load", "Append / etcd Put throughput (tmpfs; full vs disk)", `${Number(results.h2load_append_vs_etcd_put).toFixed(2)}; ${Number(results.h2load_append_full_vs_etcd_put_disk).toFixed(2)}`);
 }
 

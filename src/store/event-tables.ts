@@ -82,8 +82,9 @@ export class EventTables {
        FROM heads WHERE agent_id = ? AND session_key = ?`,
     );
     this.after = db
-      .prepare<[number, number, number], [number, Buffer]>(
-        "SELECT sequence, wire FROM events WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+      .prepare<[number, number, number], [string | null, Buffer | null]>(
+        `SELECT group_concat(sequence || ':' || length(wire)), CAST(group_concat(wire, x'') AS BLOB)
+         FROM (SELECT sequence, wire FROM events WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?)`,
       )
       .raw(true);
     this.headsFrom = db.prepare<[string, string, number], HeadRow>(
@@ -162,9 +163,30 @@ export class EventTables {
     return this.statusHeadOf.get(session.agentId, session.key);
   }
 
-  /** Up to `limit` events of session `sessionId` with sequence above `afterSequence`, ascending, in wire form. */
+  /**
+   * Up to `limit` events of session `sessionId` with sequence above `afterSequence`, ascending, in wire form.
+   *
+   * One row, not one per event: their bytes concatenated into one blob, and "sequence:length" for each.
+   * better-sqlite3 gives every blob a Buffer of its own, with memory outside the heap that the collector
+   * must finalise one by one; 20 of them per SessionStatus call made the call cost 215 instead of 128 ms
+   * of CPU per 1,000 under load (h2load, no answer cache). The events are views into the one blob. Both
+   * aggregates see the rows in the same order, so each length belongs to its bytes; the order is checked.
+   */
   eventsAfter(sessionId: number, afterSequence: number, limit: number): EventWire[] {
-    return this.after.all(sessionId, afterSequence, limit).map(([sequence, wire]) => ({ sequence, wire }));
+    const [lengths, bytes] = this.after.get(sessionId, afterSequence, limit)!;
+    if (lengths === null || bytes === null) return [];
+    const events: EventWire[] = [];
+    let offset = 0;
+    for (const entry of lengths.split(",")) {
+      const colon = entry.indexOf(":");
+      const length = Number(entry.slice(colon + 1));
+      events.push({ sequence: Number(entry.slice(0, colon)), wire: bytes.subarray(offset, offset + length) });
+      offset += length;
+    }
+    if (offset !== bytes.byteLength) throw new Error(`events of session ${sessionId}: ${offset} bytes listed, ${bytes.byteLength} read`);
+    // SQLite fixes no order for an aggregate's rows; in practice it is the subquery's.
+    if (events.some((event, i) => i > 0 && event.sequence <= events[i - 1]!.sequence)) events.sort((a, b) => a.sequence - b.sequence);
+    return events;
   }
 
   /** Heads ordered by (agent id, key), strictly after `after`. */
