@@ -136,6 +136,19 @@ export class Metrics {
     collectDefaultMetrics({ register: registry, prefix: "sessionstate_" });
   }
 
+  private readonly appendChildren = new Map<string, ReturnType<Metrics["appends"]["labels"]>>();
+
+  /** Counts one append of `kind` with its result; like observeCall, one labelled child per pair, kept. */
+  countAppend(kind: string, result: "recorded" | "deduplicated" | "not_watched"): void {
+    const key = `${kind} ${result}`;
+    let child = this.appendChildren.get(key);
+    if (child === undefined) {
+      child = this.appends.labels({ kind, result });
+      this.appendChildren.set(key, child);
+    }
+    child.inc();
+  }
+
   /** Records one finished RPC. */
   observeCall(method: string, code: GrpcStatus, seconds: number): void {
     // One labelled child per (method, code), kept: resolving labels on every call costs more than the observation.

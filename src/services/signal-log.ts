@@ -36,10 +36,10 @@ export function signalLogHandlers({ store, clock, retention, metrics, log }: Sig
     authorizeKeys(context, input.notifyWatcherKeys);
     const outcome = await store.append(input);
     if (!outcome.recorded) {
-      metrics?.appends.inc({ kind: input.kind, result: "not_watched" });
+      metrics?.countAppend(input.kind, "not_watched");
     } else {
-      metrics?.appends.inc({ kind: input.kind, result: outcome.deduplicated ? "deduplicated" : "recorded" });
-      metrics?.noticesOpened.inc(outcome.noticesOpened);
+      metrics?.countAppend(input.kind, outcome.deduplicated ? "deduplicated" : "recorded");
+      if (outcome.noticesOpened > 0) metrics?.noticesOpened.inc(outcome.noticesOpened);
     }
     return outcome;
   };
