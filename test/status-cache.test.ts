@@ -127,16 +127,37 @@ describe("SessionStatus answers remembered between writes (SQLite)", () => {
 
 describe("StatusAnswerCache", () => {
   const answer = (bytes: number): WireMessage<typeof SessionStatusResponseSchema> => new WireMessage(new Uint8Array(bytes));
+  /** A cache over settable stamps. */
+  const cacheOf = (maxBytes: number) => {
+    const stamps = new Map<string, number>();
+    const cache = new StatusAnswerCache(maxBytes, (session) => stamps.get(session.key) ?? 0);
+    const ask = (key: string, read?: WireMessage<typeof SessionStatusResponseSchema>) => {
+      const found = cache.lookup({ agentId: "main", key }, 0, 200);
+      if ("answer" in found) return found.answer;
+      if (read !== undefined) found.remember(read);
+      return undefined;
+    };
+    return { cache, stamps, ask };
+  };
 
   test("an answer is served only under the stamp it was read with", () => {
-    const cache = new StatusAnswerCache(1000);
-    const key = StatusAnswerCache.keyOf("main", W, 0, 200);
+    const { cache, stamps, ask } = cacheOf(1000);
     const remembered = answer(10);
-    cache.put(key, 5, remembered);
-    assert.equal(cache.get(key, 5), remembered);
-    assert.equal(cache.get(key, 6), undefined);
+    assert.equal(ask(W, remembered), undefined);
+    assert.equal(ask(W), remembered);
+    stamps.set(W, 1);
+    assert.equal(ask(W), undefined);
     // A stale entry is dropped when found stale.
     assert.deepEqual(cache.size, { answers: 0, bytes: 0 });
+  });
+
+  test("a write between the lookup and the store's read makes the answer miss later", () => {
+    const { stamps, ask, cache } = cacheOf(1000);
+    const found = cache.lookup({ agentId: "main", key: W }, 0, 200);
+    assert.ok("remember" in found);
+    stamps.set(W, 1); // the write
+    found.remember(answer(10)); // read after the write, remembered under the stamp from before it
+    assert.equal(ask(W), undefined);
   });
 
   test("keys tell apart every part of the question", () => {
@@ -153,21 +174,21 @@ describe("StatusAnswerCache", () => {
   });
 
   test("the bytes held stay under the bound; the least recently used go first", () => {
-    const key = (i: number): string => StatusAnswerCache.keyOf("main", `k${i}`, 0, 200);
-    const cache = new StatusAnswerCache(1000);
-    for (let i = 0; i < 4; i++) cache.put(key(i), 1, answer(100));
+    const { cache, ask } = cacheOf(1000);
+    for (let i = 0; i < 4; i++) ask(`k${i}`, answer(100));
     assert.equal(cache.size.answers, 4);
-    cache.get(key(0), 1);
-    for (let i = 4; i < 12; i++) cache.put(key(i), 1, answer(100));
-    assert.ok(cache.size.bytes <= 1000, `${cache.size.bytes} bytes held`);
-    assert.notEqual(cache.get(key(11), 1), undefined);
-    assert.equal(cache.get(key(1), 1), undefined);
+    ask("k0");
+    // Each takes 114 bytes (100 and its key): 8 fit, so the 9th pushes out the least recently used, k1.
+    for (let i = 4; i < 9; i++) ask(`k${i}`, answer(100));
+    assert.deepEqual(cache.size, { answers: 8, bytes: 912 });
+    assert.equal(ask("k1"), undefined);
+    for (const kept of ["k0", "k2", "k3", "k8"]) assert.notEqual(ask(kept), undefined, kept);
     // An answer above an eighth of the bound is not kept at all; a bound of 0 keeps nothing.
-    cache.put(key(99), 1, answer(200));
-    assert.equal(cache.get(key(99), 1), undefined);
-    const none = new StatusAnswerCache(0);
-    none.put(key(0), 1, answer(1));
-    assert.equal(none.get(key(0), 1), undefined);
+    ask("k99", answer(200));
+    assert.equal(ask("k99"), undefined);
+    const none = cacheOf(0);
+    none.ask("k0", answer(1));
+    assert.equal(none.ask("k0"), undefined);
   });
 });
 

@@ -25,7 +25,8 @@ export interface ReconcileDeps {
 
 /** The Reconcile service: read-only, never moves a cursor. */
 export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: ReconcileDeps): ServiceHandlers<(typeof Reconcile)["method"]> {
-  const cache = store.statusStamp !== undefined && statusCacheBytes > 0 ? new StatusAnswerCache(statusCacheBytes) : undefined;
+  const stampOf = store.statusStamp?.bind(store);
+  const cache = stampOf !== undefined && statusCacheBytes > 0 ? new StatusAnswerCache(statusCacheBytes, stampOf) : undefined;
   return {
     sessionStatus: async (request, context) => {
       const session = sessionIdFromRef("session", request.session);
@@ -38,15 +39,10 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
       }
       // Versions are far below 2^53; anything larger is simply past the head.
       const sinceNumber = since === undefined ? undefined : since > BigInt(Number.MAX_SAFE_INTEGER) ? Infinity : Number(since);
-      // The stamp is read before the answer, so a write in between only makes the remembered answer miss.
-      const stamp = cache === undefined ? undefined : store.statusStamp!(session);
-      const cacheKey = stamp === undefined ? undefined : StatusAnswerCache.keyOf(session.agentId, session.key, sinceNumber, limit);
-      if (cacheKey !== undefined) {
-        const answer = cache!.get(cacheKey, stamp!);
-        if (answer !== undefined) {
-          metrics?.statusAnswersFrom.cache.inc();
-          return answer;
-        }
+      const remembered = cache?.lookup(session, sinceNumber, limit);
+      if (remembered !== undefined && "answer" in remembered) {
+        metrics?.statusAnswersFrom.cache.inc();
+        return remembered.answer;
       }
       const status = await store.sessionStatus(session, sinceNumber, limit);
       if (since !== undefined && status.changes === undefined) {
@@ -56,7 +52,7 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
         );
       }
       const answer = sessionStatusResponse(session, status);
-      if (cacheKey !== undefined) cache!.put(cacheKey, stamp!, answer);
+      if (remembered !== undefined) remembered.remember(answer);
       metrics?.statusAnswersFrom.store.inc();
       return answer;
     },

@@ -1,5 +1,6 @@
 import type { SessionStatusResponseSchema } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import type { WireMessage } from "../codec/wire-message.js";
+import type { SessionId } from "../domain/session-key.js";
 
 type Answer = WireMessage<typeof SessionStatusResponseSchema>;
 
@@ -7,6 +8,9 @@ interface Entry {
   stamp: number;
   answer: Answer;
 }
+
+/** A question looked up: its remembered answer, or how to remember the answer about to be read. */
+export type Lookup = { answer: Answer } | { remember: (answer: Answer) => void };
 
 /**
  * Encoded SessionStatus answers, by (session, changes_since, limit), each kept with the store's status
@@ -19,8 +23,25 @@ export class StatusAnswerCache {
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
 
-  /** `maxBytes` 0 keeps nothing. */
-  constructor(private readonly maxBytes: number) {}
+  /**
+   * `maxBytes` 0 keeps nothing; `stampOf` is the store's Store.statusStamp: it must change on every write
+   * that may change a session's answer.
+   */
+  constructor(
+    private readonly maxBytes: number,
+    private readonly stampOf: (session: SessionId) => number,
+  ) {}
+
+  /**
+   * Looks up SessionStatus(session, changesSince, limit). The stamp is read now, before the caller reads
+   * the store, so a write in between only makes the answer remembered under it miss later.
+   */
+  lookup(session: SessionId, changesSince: number | undefined, limit: number): Lookup {
+    const key = StatusAnswerCache.keyOf(session.agentId, session.key, changesSince, limit);
+    const stamp = this.stampOf(session);
+    const answer = this.get(key, stamp);
+    return answer !== undefined ? { answer } : { remember: (read) => this.put(key, stamp, read) };
+  }
 
   /** The key of a question. */
   static keyOf(agentId: string, key: string, changesSince: number | undefined, limit: number): string {
@@ -28,7 +49,7 @@ export class StatusAnswerCache {
   }
 
   /** The answer remembered for `key` if it was read under `stamp`. */
-  get(key: string, stamp: number): Answer | undefined {
+  private get(key: string, stamp: number): Answer | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
     if (entry.stamp !== stamp) {
@@ -42,7 +63,7 @@ export class StatusAnswerCache {
   }
 
   /** Remembers `answer`, read after `stamp` was. */
-  put(key: string, stamp: number, answer: Answer): void {
+  private put(key: string, stamp: number, answer: Answer): void {
     const size = answer.bytes.byteLength + key.length;
     if (size > this.maxBytes / 8) return;
     const old = this.entries.get(key);
