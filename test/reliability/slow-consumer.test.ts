@@ -51,7 +51,10 @@ describe("slow consumer", () => {
   test("a subscriber that stops reading costs bounded memory, slows no one, and gets one notice per pair", async (t) => {
     const stallMs = durationMs("RELIABILITY_STALL_MS", 60_000);
     const dir = tempDir();
-    const server = await spawnServer(["--db", join(dir.dir, "slow.db"), "--listen", "127.0.0.1:0", "--log-level", "warn"]);
+    // Every collection a full one (V8's --gc-global), so RSS is what the server holds rather than garbage
+    // the collector has not reached yet: without it RSS grew 50 MB in these 60 s while the heap left
+    // after full collections stayed at 15 MB (measured with a capped old space).
+    const server = await spawnServer(["--db", join(dir.dir, "slow.db"), "--listen", "127.0.0.1:0", "--log-level", "warn"], {}, ["--gc-global"]);
     const appender = connect(server.address);
     const subscriber = connect(server.address, { ownConnection: true });
     const sleeper = connect(server.address, { ownConnection: true });
@@ -98,7 +101,7 @@ describe("slow consumer", () => {
         `fast subscriber p99: ${baseP99.toFixed(1)} ms alone, ${stallP99.toFixed(1)} ms beside a stalled one; server RSS ${rssBefore.toFixed(0)} -> ${rssAfter.toFixed(0)} MB over ${stallMs / 1000} s`,
       );
       assert.ok(stallP99 <= 2 * Math.max(baseP99, 10), `p99 ${stallP99.toFixed(1)} ms vs ${baseP99.toFixed(1)} ms without the stall`);
-      assert.ok(rssAfter - rssBefore < 40, `server memory grew by ${(rssAfter - rssBefore).toFixed(1)} MB`);
+      assert.ok(rssAfter - rssBefore < 20, `server memory grew by ${(rssAfter - rssBefore).toFixed(1)} MB`);
 
       // Resume: one notice per pair, however many events landed.
       stalledCall.resume();
