@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import { encodeStateEvent } from "../src/codec/event-codec.js";
+import type { EventEncoder } from "../src/domain/event.js";
 import { PostgresStore } from "../src/store/postgres-store.js";
 import { parsePostgresUrl } from "../src/store/postgres-url.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
@@ -58,18 +59,25 @@ export interface BehaviourStore {
   reopen(): Promise<Store>;
 }
 
-/** Opens a store of the test backend on fresh state (`dir` holds a SQLite file). Close the store. */
-export async function openBehaviourStore(dir: string, nowMs: () => number = () => Date.now()): Promise<BehaviourStore> {
+/**
+ * Opens a store of the test backend on fresh state (`dir` holds a SQLite file), with the server's event
+ * encoder unless `encodeEvent` is given. Close the store.
+ */
+export async function openBehaviourStore(
+  dir: string,
+  nowMs: () => number = () => Date.now(),
+  encodeEvent: EventEncoder = encodeStateEvent,
+): Promise<BehaviourStore> {
   const database = testDatabase(dir, "behaviour.db");
   const open = async (): Promise<Store> =>
     database.dbSchema === undefined
-      ? SqliteStore.open(database.dbPath, "normal", encodeStateEvent)
+      ? SqliteStore.open(database.dbPath, "normal", encodeEvent)
       : PostgresStore.open({
           target: parsePostgresUrl(database.dbPath),
           schema: database.dbSchema,
           durability: "normal",
           nodeId: "test-node",
-          encodeEvent: encodeStateEvent,
+          encodeEvent,
           nowMs,
         });
   const handle: BehaviourStore = {

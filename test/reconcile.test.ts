@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
-import { assertStatus, dayMs, goal, startTestServer, status, type TestServer } from "./helpers.js";
+import { onBackend, openBehaviourStore, skipBackend } from "./backend.js";
+import { assertStatus, dayMs, goal, startTestServer, status, storeAppend, tempDir, type TestServer } from "./helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
@@ -162,5 +163,31 @@ describe("Reconcile", () => {
     );
     const thousand = await t.reconcile.getStateVersions({ sessions: many.slice(0, 1000) });
     assert.equal(thousand.versions.length, 1000);
+  });
+});
+
+describe(onBackend("the store reads a session's events as one blob"), { skip: skipBackend }, () => {
+  test("every byte value, lengths from 1 to 300, ascending, across the limit and other sessions' rows", async () => {
+    const dir = tempDir();
+    // Wire bytes that are not protobuf: 0x00, 0xff and every value between, at lengths that need two-byte varints.
+    const wireOf = (sequence: number): Uint8Array => Uint8Array.from({ length: 1 + ((sequence * 37) % 300) }, (_, i) => (sequence * 7 + i) % 256);
+    const { store } = await openBehaviourStore(dir.dir, () => 1000, (fields) => wireOf(fields.sequence));
+    try {
+      for (let i = 0; i < 60; i++) await store.append(storeAppend(i % 3 === 0 ? "agent:main:a" : "agent:main:b", 1000));
+      const session = { agentId: "main", key: "agent:main:a" };
+      const all = await store.sessionStatus(session, 0, 200);
+      assert.deepEqual(all.changes?.events.map((e) => e.sequence), Array.from({ length: 20 }, (_, i) => 1 + 3 * i));
+      for (const event of all.changes!.events) assert.deepEqual([...event.wire], [...wireOf(event.sequence)], `event ${event.sequence}`);
+      const page = await store.sessionStatus(session, 4, 5);
+      assert.deepEqual(page.changes?.events.map((e) => e.sequence), [7, 10, 13, 16, 19]);
+      assert.equal(page.changes?.truncated, true);
+      for (const event of page.changes!.events) assert.deepEqual([...event.wire], [...wireOf(event.sequence)], `event ${event.sequence}`);
+      const none = await store.sessionStatus(session, 58, 5);
+      assert.deepEqual(none.changes?.events, []);
+      assert.equal(none.changes?.truncated, false);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
   });
 });

@@ -5,8 +5,7 @@ import { SessionStatusResponseSchema } from "../gen/sessionstate/v1/reconcile_pb
 import { WireMessage } from "../src/codec/wire-message.js";
 import { ChangeStamps } from "../src/store/change-stamps.js";
 import { StatusAnswerCache } from "../src/services/status-cache.js";
-import { SqliteStore } from "../src/store/sqlite-store.js";
-import { goal, startTestServer, storeAppend, tempDir, type TestServer } from "./helpers.js";
+import { goal, startTestServer, type TestServer } from "./helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
@@ -211,32 +210,5 @@ describe("ChangeStamps", () => {
     stamps.bump(a);
     // Sessions in different slots keep their stamps (these two hash apart).
     assert.equal(stamps.of(b), bBefore);
-  });
-});
-
-describe("SqliteStore: a session's events read as one blob", () => {
-  test("every byte value, lengths from 1 to 300, ascending, across the limit and other sessions' rows", async () => {
-    const dir = tempDir();
-    // Wire bytes that are not protobuf: 0x00, 0xff and every value between, at lengths that need two-byte varints.
-    const wireOf = (sequence: number): Uint8Array => Uint8Array.from({ length: 1 + ((sequence * 37) % 300) }, (_, i) => (sequence * 7 + i) % 256);
-    const store = SqliteStore.open(`${dir.dir}/blob.db`, "normal", (fields) => wireOf(fields.sequence));
-    try {
-      for (let i = 0; i < 60; i++) await store.append(storeAppend(i % 3 === 0 ? "agent:main:a" : "agent:main:b", 1000));
-      const session = { agentId: "main", key: "agent:main:a" };
-      const all = await store.sessionStatus(session, 0, 200);
-      const expected = Array.from({ length: 20 }, (_, i) => 1 + 3 * i);
-      assert.deepEqual(all.changes?.events.map((e) => e.sequence), expected);
-      for (const event of all.changes!.events) assert.deepEqual([...event.wire], [...wireOf(event.sequence)], `event ${event.sequence}`);
-      const page = await store.sessionStatus(session, 4, 5);
-      assert.deepEqual(page.changes?.events.map((e) => e.sequence), [7, 10, 13, 16, 19]);
-      assert.equal(page.changes?.truncated, true);
-      for (const event of page.changes!.events) assert.deepEqual([...event.wire], [...wireOf(event.sequence)], `event ${event.sequence}`);
-      const none = await store.sessionStatus(session, 58, 5);
-      assert.deepEqual(none.changes?.events, []);
-      assert.equal(none.changes?.truncated, false);
-    } finally {
-      await store.close();
-      dir.remove();
-    }
   });
 });

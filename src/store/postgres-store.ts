@@ -41,6 +41,7 @@ import {
   cursorFromRow,
   eventFromRow,
   headFromRow,
+  eventsFromConcatenation,
   linkFromRow,
   runFlagFromRow,
   topCharacter,
@@ -259,24 +260,27 @@ export class PostgresStore implements Store {
   async sessionStatus(session: SessionId, changesSince: number | undefined, limit: number): Promise<SessionStatus> {
     // Past 2^53 (Infinity from the service) is past every head: ask for no events.
     const after = changesSince === undefined || !Number.isSafeInteger(changesSince) ? Number.MAX_SAFE_INTEGER : changesSince;
-    const rows = await this.sql<
-      { state_version: number; pruned_through: number; earliest: number; sequence: number | null; wire: Uint8Array | null }[]
+    // The events as one row, as SQLite reads them (store/rows: eventsFromConcatenation).
+    const [head] = await this.sql<
+      { state_version: number; pruned_through: number; earliest: number; lengths: string | null; bytes: Uint8Array | null }[]
     >`
       SELECT h.state_version, h.pruned_through,
         coalesce((SELECT min(sequence) FROM events AS m WHERE m.session_id = h.session_id), 0) AS earliest,
-        e.sequence, e.wire
+        e.lengths, e.bytes
       FROM heads AS h
-      LEFT JOIN LATERAL (
-        SELECT sequence, wire FROM events AS x
-        WHERE x.session_id = h.session_id AND x.sequence > ${after} ORDER BY x.sequence LIMIT ${limit + 1}
-      ) AS e ON true
-      WHERE h.agent_id = ${session.agentId} AND h.session_key = ${session.key}
-      ORDER BY e.sequence`;
-    const head = rows[0];
+      CROSS JOIN LATERAL (
+        SELECT string_agg(sequence || ':' || octet_length(wire), ',' ORDER BY sequence) AS lengths,
+          string_agg(wire, ''::bytea ORDER BY sequence) AS bytes
+        FROM (
+          SELECT sequence, wire FROM events AS x
+          WHERE x.session_id = h.session_id AND x.sequence > ${after} ORDER BY x.sequence LIMIT ${limit + 1}
+        ) AS page
+      ) AS e
+      WHERE h.agent_id = ${session.agentId} AND h.session_key = ${session.key}`;
     const stateVersion = head?.state_version ?? 0;
     if (changesSince === undefined || changesSince > stateVersion) return { stateVersion };
     if (head === undefined) return { stateVersion, changes: { events: [], truncated: false, historyGap: false, earliestAvailableSequence: 0 } };
-    const events = rows.filter((row) => row.sequence !== null).map((row) => ({ sequence: row.sequence!, wire: row.wire! }));
+    const events = eventsFromConcatenation(head.lengths, head.bytes);
     const truncated = events.length > limit;
     if (truncated) events.length = limit;
     return {
