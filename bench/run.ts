@@ -464,20 +464,16 @@ function report(machine: string, date: string): string {
   return `# sessionstate benchmark report\n\n${date}, ${machine}. Server and clients share the machine; every ratio is against a baseline measured in the same run (throughput: medians of ${rounds} rounds of ${roundMs} ms; latency: medians over ${rounds} rounds of 5 s after a warm-up run).\n\n${table.join("\n")}\n\n![latency distributions](latency.svg)\n`;
 }
 
-/** A free loopback port, for a listener the benchmark must know the port of in advance. */
-/** How many calls of `method` the server at metrics port `port` answered OK, from its own metrics. */
-async function okCalls(port: number, method: string): Promise<number> {
+/** A counter of the server at metrics port `port`, from its own metrics: `series` is `name{labels}` as exposed (0 when absent). */
+async function metricCount(port: number, series: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const match = new RegExp(`sessionstate_rpc_duration_seconds_count\\{method="${method.replaceAll(".", "\\.")}",code="OK"\\} (\\d+)`).exec(text);
-  return match === null ? 0 : Number(match[1]);
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }
 
-/** How many SessionStatus answers the server at metrics `port` gave from `source` (store or cache). */
-async function statusAnswers(port: number, source: "store" | "cache"): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const match = new RegExp(`^sessionstate_status_answers_total\\{source="${source}"\\} (\\d+)$`, "m").exec(text);
-  return match === null ? 0 : Number(match[1]);
-}
+/** How many calls of `method` the server answered OK. */
+const okCalls = (port: number, method: string): Promise<number> =>
+  metricCount(port, `sessionstate_rpc_duration_seconds_count{method="${method}",code="OK"}`);
 
 /** Medians over rounds of h2load runs; `check` proves afterwards that every call succeeded. */
 async function h2loadRounds(url: string, body: string, pid: number): Promise<H2loadRun & { calls: number }> {
@@ -547,7 +543,7 @@ async function h2loadPerCall(echo: Listening): Promise<void> {
       // One more call: the clients' own SessionStatus above.
       if (statusOk !== status.calls + 1) throw new Error(`h2load SessionStatus: ${status.calls} sent, ${statusOk - 1} answered OK`);
       // Where the answers came from: with the cache all but the first from memory, without it all from the store.
-      const fromCache = await statusAnswers(metricsPort, "cache");
+      const fromCache = await metricCount(metricsPort, 'sessionstate_status_answers_total{source="cache"}');
       const expectedFromCache = statusCache ? status.calls - 1 : 0;
       if (fromCache !== expectedFromCache) throw new Error(`h2load SessionStatus: ${fromCache} answers from the cache, expected ${expectedFromCache}`);
       return { append, status };

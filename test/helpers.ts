@@ -252,6 +252,24 @@ export async function startTestServer(
   };
 }
 
+/** The Prometheus text a server's metrics listener on `port` serves. */
+export async function scrapeMetrics(port: number | undefined): Promise<string> {
+  const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+  assert.equal(response.status, 200);
+  return response.text();
+}
+
+/**
+ * The value of one series (`name{labels}` exactly as exposed) in scraped metrics `text`. A series that is
+ * absent fails the test, unless `missing` gives its value (a labelled counter appears on its first count).
+ */
+export function metricValue(text: string, series: string, missing?: number): number {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  if (line === undefined && missing !== undefined) return missing;
+  assert.ok(line !== undefined, `series ${series} is missing`);
+  return Number(line.slice(series.length + 1));
+}
+
 /** Asserts that `promise` rejects with gRPC status `code`, and that its details contain `detailsPart`. */
 export async function assertStatus(promise: Promise<unknown>, code: status, detailsPart?: string | RegExp): Promise<GrpcError> {
   const err = await promise.then(

@@ -1,22 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { assertStatus, connect, goal, human, startTestServer, status, subscribe } from "./helpers.js";
+import { assertStatus, connect, goal, human, metricValue as value, scrapeMetrics as scrape, startTestServer, status, subscribe } from "./helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
 
-async function scrape(port: number): Promise<string> {
-  const response = await fetch(`http://127.0.0.1:${port}/metrics`);
-  assert.equal(response.status, 200);
-  return response.text();
-}
-
-function value(text: string, series: string): number {
-  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
-  assert.ok(line !== undefined, `series ${series} is missing`);
-  return Number(line.slice(series.length + 1));
-}
 
 describe("limits", () => {
   test("a request over the size limit is RESOURCE_EXHAUSTED", async () => {

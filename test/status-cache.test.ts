@@ -5,15 +5,15 @@ import { SessionStatusResponseSchema } from "../gen/sessionstate/v1/reconcile_pb
 import { WireMessage } from "../src/codec/wire-message.js";
 import { ChangeStamps } from "../src/store/change-stamps.js";
 import { StatusAnswerCache } from "../src/services/status-cache.js";
-import { goal, startTestServer, type TestServer } from "./helpers.js";
+import { goal, metricValue, scrapeMetrics, startTestServer, type TestServer } from "./helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
 
 /** The server's count of SessionStatus answers by source. */
 async function answers(t: TestServer): Promise<{ store: number; cache: number }> {
-  const text = await (await fetch(`http://127.0.0.1:${t.server.metricsPort}/metrics`)).text();
-  const count = (source: string): number => Number(new RegExp(`^sessionstate_status_answers_total\\{source="${source}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? NaN);
+  const text = await scrapeMetrics(t.server.metricsPort);
+  const count = (source: string): number => metricValue(text, `sessionstate_status_answers_total{source="${source}"}`);
   return { store: count("store"), cache: count("cache") };
 }
 

@@ -13,7 +13,7 @@ import { EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { defaultSyntheticPrefixes } from "../src/upstream/claude-classifier.js";
 import { JsonSkimmer } from "../src/upstream/json-skim.js";
 import { classifierForCatalog, classifyLine, classifySkimmed, parseRow } from "../src/upstream/transcript-catalogs.js";
-import { startTestServer, tempDir } from "./helpers.js";
+import { metricValue, scrapeMetrics, startTestServer, tempDir } from "./helpers.js";
 
 interface Label {
   human: boolean;
@@ -93,10 +93,10 @@ async function replayThroughTheMonitor(catalogId: string, file: CorpusFile): Pro
     assert.equal(expected, file.labels.filter((l) => l.human).length);
     for (const event of human) assert.equal(event.summary, `human message via ${catalogId}`);
     // The metrics say what the monitor counted, by class, exactly as labelled.
-    const metrics = await (await fetch(`http://127.0.0.1:${t.server.metricsPort}/metrics`)).text();
+    const metrics = await scrapeMetrics(t.server.metricsPort);
     for (const rowClass of ["human", "injected", "tool", "other"]) {
-      const counted = new RegExp(`sessionstate_monitor_rows_total\\{class="${rowClass}"\\} (\\d+)`).exec(metrics)?.[1] ?? "0";
-      assert.equal(Number(counted), file.labels.filter((l) => l.class === rowClass).length, `rows of class ${rowClass}`);
+      const counted = metricValue(metrics, `sessionstate_monitor_rows_total{class="${rowClass}"}`, 0);
+      assert.equal(counted, file.labels.filter((l) => l.class === rowClass).length, `rows of class ${rowClass}`);
     }
   } finally {
     await t.dispose();

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, test } from "node:test";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { RemoteItemKind } from "../gen/sessionstate/v1/upstream_pb.js";
-import { assertStatus, dayMs, startTestServer, status, subscribe, tempDir, type TestServer } from "./helpers.js";
+import { assertStatus, dayMs, metricValue, scrapeMetrics, startTestServer, status, subscribe, tempDir, type TestServer } from "./helpers.js";
 import type { Store } from "../src/store/store.js";
 
 const S = "agent:main:adopted";
@@ -413,8 +413,8 @@ describe("a local link whose catalog has no classifier (adopted by an earlier ve
         assert.deepEqual([scan.linksScanned, scan.eventsRecorded, scan.linksHeld], [0, 0, 0]);
       }
       assert.equal((await t.upstream.listUpstreamLinks({})).links[0]?.marker, "0", "the marker never moves");
-      const metrics = await (await fetch(`http://127.0.0.1:${t.server.metricsPort}/metrics`)).text();
-      assert.match(metrics, /sessionstate_monitor_links_total\{outcome="unclassifiable"\} 2/u);
+      const metrics = await scrapeMetrics(t.server.metricsPort);
+      assert.equal(metricValue(metrics, 'sessionstate_monitor_links_total{outcome="unclassifiable"}'), 2);
     } finally {
       await t.dispose();
       root.remove();
