@@ -22,6 +22,7 @@ import { atFixedRate, connect, human, storeAppend } from "../test/helpers.js";
 import { etcdPutRate, etcdWatchLatency, startEtcd } from "./etcd-peer.js";
 import { grpcBodyFile, h2loadRate, h2loadShape, hasH2load, type H2loadRun } from "./h2load.js";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
+import Database from "better-sqlite3";
 import { cpuSeconds, median, percentile, rssMb, sleep, spawnListening, unaryRate, type Listening } from "./lib.js";
 import { noticeLatency } from "./notice-latency.js";
 import { postgresReplicas } from "./postgres-replicas.js";
@@ -488,6 +489,29 @@ async function h2loadRounds(url: string, body: string, pid: number): Promise<H2l
   };
 }
 
+/**
+ * h2load against bench/append-floor-server: Append with all of its own work taken away but the row it
+ * must store before answering. Every call's row is counted in the file afterwards.
+ */
+async function appendFloor(body: string): Promise<H2loadRun & { calls: number }> {
+  const path = join(work, "append-floor.db");
+  const floor = await spawnListening(join(root, "bench/append-floor-server.ts"), [path], ["--import", "tsx"]);
+  let run: H2loadRun & { calls: number };
+  try {
+    run = await h2loadRounds(`http://${floor.address}/bench.Floor/Append`, body, floor.child.pid!);
+  } finally {
+    await floor.stop();
+  }
+  const db = new Database(path, { readonly: true });
+  try {
+    const stored = db.prepare<[], number>("SELECT count(*) FROM events").pluck().get()!;
+    if (stored !== run.calls) throw new Error(`h2load Append's floor: ${run.calls} sent, ${stored} stored`);
+  } finally {
+    db.close();
+  }
+  return run;
+}
+
 /** An etcd PutRequest { bytes key = 1; bytes value = 2; }. */
 function etcdPutRequest(key: string, value: string): Uint8Array {
   const writer = new BinaryWriter();
@@ -498,9 +522,10 @@ function etcdPutRequest(key: string, value: string): Uint8Array {
 
 /**
  * 8. Per-call cost with h2load as the load generator (the Node client saturates these cores before the
- * server does): the bare echo server, Append, SessionStatus with 20 events, and etcd's KV/Put, on tmpfs
- * (against durability normal) and on disk (against full). One server at a time, same shape for each;
- * every call's success is proven from the server's own record afterwards.
+ * server does): the bare echo server, Append's floor (bench/append-floor-server), Append, SessionStatus with
+ * 20 events, and etcd's KV/Put, on tmpfs (against durability normal) and on disk (against full). One
+ * server at a time, same shape for each; every call's success is proven from the server's own record
+ * afterwards.
  */
 async function h2loadPerCall(echo: Listening): Promise<void> {
   if (!(await hasH2load())) {
@@ -514,6 +539,12 @@ async function h2loadPerCall(echo: Listening): Promise<void> {
   row("h2load", `echo (${shape}): calls/s, server CPU ms per 1,000`, `${echoRun.requestsPerSec.toFixed(0)} / ${echoRun.serverCpuMsPer1000.toFixed(0)}`);
   results.h2load_echo_per_sec = echoRun.requestsPerSec;
   results.h2load_echo_cpu_ms_per_1000 = echoRun.serverCpuMsPer1000;
+  const floor = await appendFloor(appendBody);
+  row("h2load", `Append's floor (grpc-js + the store's one group-committed row, nothing else): calls/s, CPU ms per 1,000`, `${floor.requestsPerSec.toFixed(0)} / ${floor.serverCpuMsPer1000.toFixed(0)}`);
+  row("h2load", "Append's floor / echo (throughput): the most Append / echo can be", (floor.requestsPerSec / echoRun.requestsPerSec).toFixed(2));
+  results.h2load_floor_per_sec = floor.requestsPerSec;
+  results.h2load_floor_cpu_ms_per_1000 = floor.serverCpuMsPer1000;
+  results.h2load_floor_vs_echo = floor.requestsPerSec / echoRun.requestsPerSec;
 
   const ours = async (durability: "normal" | "full", statusCache = true) => {
     const metricsPort = await freePort();
@@ -600,11 +631,12 @@ async function h2loadPerCall(echo: Listening): Promise<void> {
   results.h2load_append_cpu_vs_etcd_put = normal.append.serverCpuMsPer1000 / tmpfs.serverCpuMsPer1000;
   // The floor under that ratio: a grpc-js server that does nothing but answer.
   results.h2load_echo_cpu_vs_etcd_put = echoRun.serverCpuMsPer1000 / tmpfs.serverCpuMsPer1000;
+  results.h2load_floor_cpu_vs_etcd_put = floor.serverCpuMsPer1000 / tmpfs.serverCpuMsPer1000;
   results.h2load_append_vs_etcd_put = normal.append.requestsPerSec / tmpfs.requestsPerSec;
   results.h2load_append_full_cpu_vs_etcd_put_disk = full.append.serverCpuMsPer1000 / disk.serverCpuMsPer1000;
   results.h2load_append_full_vs_etcd_put_disk = full.append.requestsPerSec / disk.requestsPerSec;
   row("h2load", "Append CPU per call / etcd Put's (tmpfs; full vs disk)", `${Number(results.h2load_append_cpu_vs_etcd_put).toFixed(2)}; ${Number(results.h2load_append_full_cpu_vs_etcd_put_disk).toFixed(2)}`, "goal <= 1.0");
-  row("h2load", "echo CPU per call / etcd Put's (tmpfs): the floor of the ratio above", Number(results.h2load_echo_cpu_vs_etcd_put).toFixed(2));
+  row("h2load", "echo's and Append's floor's CPU per call / etcd Put's (tmpfs): what the ratio above cannot go below", `${Number(results.h2load_echo_cpu_vs_etcd_put).toFixed(2)}; ${Number(results.h2load_floor_cpu_vs_etcd_put).toFixed(2)}`);
   row("h2load", "Append / etcd Put throughput (tmpfs; full vs disk)", `${Number(results.h2load_append_vs_etcd_put).toFixed(2)}; ${Number(results.h2load_append_full_vs_etcd_put_disk).toFixed(2)}`);
 }
 
