@@ -17,6 +17,7 @@ import { encodeStateEvent } from "../src/codec/event-codec.js";
 import { EventTables } from "../src/store/event-tables.js";
 import { GroupCommit } from "../src/store/group-commit.js";
 import { openDatabase } from "../src/store/open-database.js";
+import { rawUnaryMethod } from "./lib.js";
 
 const path = process.argv[2];
 if (path === undefined) throw new Error("usage: append-floor-server.ts <database file>");
@@ -44,20 +45,9 @@ function store(nowMs: number) {
   return { value: undefined, changes: [] };
 }
 
-const pass = (bytes: Buffer): Buffer => bytes;
 const server = new Server({ "grpc.enable_channelz": 0 });
 server.addService(
-  {
-    append: {
-      path: "/bench.Floor/Append",
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: pass,
-      requestDeserialize: pass,
-      responseSerialize: pass,
-      responseDeserialize: pass,
-    },
-  },
+  { append: rawUnaryMethod("/bench.Floor/Append") },
   {
     append: (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
       groupCommit.enqueue(() => store(Date.now())).then(

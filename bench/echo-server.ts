@@ -5,21 +5,11 @@
  *   node --import tsx bench/echo-server.ts    (prints "listening on 127.0.0.1:PORT")
  */
 import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData } from "@grpc/grpc-js";
+import { rawUnaryMethod } from "./lib.js";
 
-const pass = (bytes: Buffer): Buffer => bytes;
 const server = new Server();
 server.addService(
-  {
-    echo: {
-      path: "/bench.Echo/Echo",
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: pass,
-      requestDeserialize: pass,
-      responseSerialize: pass,
-      responseDeserialize: pass,
-    },
-  },
+  { echo: rawUnaryMethod("/bench.Echo/Echo") },
   { echo: (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => callback(null, call.request) },
 );
 server.bindAsync("127.0.0.1:0", ServerCredentials.createInsecure(), (err, port) => {

@@ -1,7 +1,22 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { Client, credentials } from "@grpc/grpc-js";
+import { Client, credentials, type MethodDefinition } from "@grpc/grpc-js";
+
+const passBytes = (bytes: Buffer): Buffer => bytes;
+
+/** A unary method whose request and answer stay raw bytes: the baseline servers decode nothing. */
+export function rawUnaryMethod(path: string): MethodDefinition<Buffer, Buffer> {
+  return {
+    path,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: passBytes,
+    requestDeserialize: passBytes,
+    responseSerialize: passBytes,
+    responseDeserialize: passBytes,
+  };
+}
 
 /** A process that prints `listening on HOST:PORT` once it serves. */
 export interface Listening {
