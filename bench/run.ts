@@ -18,7 +18,7 @@ import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { SessionStateClient } from "../clients/typescript/src/index.js";
 import { encodeStateEvent } from "../src/codec/event-codec.js";
 import { SqliteStore } from "../src/store/sqlite-store.js";
-import { atFixedRate, connect, human, storeAppend } from "../test/helpers.js";
+import { atFixedRate, connect, human, metricValue, scrapeMetrics, storeAppend } from "../test/helpers.js";
 import { etcdPutRate, etcdWatchLatency, startEtcd } from "./etcd-peer.js";
 import { grpcBodyFile, h2loadRate, h2loadShape, hasH2load, type H2loadRun } from "./h2load.js";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
@@ -467,9 +467,7 @@ function report(machine: string, date: string): string {
 
 /** A counter of the server at metrics port `port`, from its own metrics: `series` is `name{labels}` as exposed (0 when absent). */
 async function metricCount(port: number, series: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+  return metricValue(await scrapeMetrics(port), series, 0);
 }
 
 /** How many calls of `method` the server answered OK. */

@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { assertStatus, connect, goal, human, metricValue as value, scrapeMetrics as scrape, startTestServer, status, subscribe } from "./helpers.js";
+import { assertStatus, connect, goal, human, metricValue, scrapeMetrics, startTestServer, status, subscribe } from "./helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
-
 
 describe("limits", () => {
   test("a request over the size limit is RESOURCE_EXHAUSTED", async () => {
@@ -79,7 +78,7 @@ describe("metrics", () => {
     const t = await startTestServer({ metricsListen: { host: "127.0.0.1", port: 0 } });
     try {
       const port = t.server.metricsPort!;
-      const before = await scrape(port);
+      const before = await scrapeMetrics(port);
       for (const series of [
         "sessionstate_open_streams 0",
         "sessionstate_pending_notices 0",
@@ -103,20 +102,20 @@ describe("metrics", () => {
       await t.watch.ackNotices({ acks: [{ watcherSessionKey: W, target: { key: C }, notifiedVersion: notice!.notifiedVersion }] });
       await t.upstream.scanNow({});
       await t.signalLog.prune({});
-      const after = await scrape(port);
-      assert.equal(value(after, 'sessionstate_appends_total{kind="human_direct_message",result="recorded"}'), 2);
-      assert.equal(value(after, 'sessionstate_acks_total{result="acknowledged"}'), 2, "the barrier's ack counts too");
-      assert.equal(value(after, 'sessionstate_acks_total{result="stale"}'), 1);
-      assert.equal(value(after, "sessionstate_notices_reopened_total"), 1);
-      assert.equal(value(after, "sessionstate_notices_opened_total"), 2, "one for W, one for the barrier watcher");
-      assert.ok(value(after, "sessionstate_notices_delivered_total") >= 2);
-      assert.equal(value(after, "sessionstate_open_streams"), 1);
-      assert.equal(value(after, "sessionstate_pending_notices"), 1);
-      assert.equal(value(after, "sessionstate_monitor_ticks_total"), 1);
-      assert.ok(value(after, "sessionstate_prune_runs_total") >= 2);
-      assert.ok(value(after, 'sessionstate_database_bytes{file="db"}') > 0);
+      const after = await scrapeMetrics(port);
+      assert.equal(metricValue(after, 'sessionstate_appends_total{kind="human_direct_message",result="recorded"}'), 2);
+      assert.equal(metricValue(after, 'sessionstate_acks_total{result="acknowledged"}'), 2, "the barrier's ack counts too");
+      assert.equal(metricValue(after, 'sessionstate_acks_total{result="stale"}'), 1);
+      assert.equal(metricValue(after, "sessionstate_notices_reopened_total"), 1);
+      assert.equal(metricValue(after, "sessionstate_notices_opened_total"), 2, "one for W, one for the barrier watcher");
+      assert.ok(metricValue(after, "sessionstate_notices_delivered_total") >= 2);
+      assert.equal(metricValue(after, "sessionstate_open_streams"), 1);
+      assert.equal(metricValue(after, "sessionstate_pending_notices"), 1);
+      assert.equal(metricValue(after, "sessionstate_monitor_ticks_total"), 1);
+      assert.ok(metricValue(after, "sessionstate_prune_runs_total") >= 2);
+      assert.ok(metricValue(after, 'sessionstate_database_bytes{file="db"}') > 0);
       assert.ok(
-        value(after, 'sessionstate_rpc_duration_seconds_count{method="/sessionstate.v1.SignalLog/Append",code="OK"}') >= 2,
+        metricValue(after, 'sessionstate_rpc_duration_seconds_count{method="/sessionstate.v1.SignalLog/Append",code="OK"}') >= 2,
       );
       assert.equal((await fetch(`http://127.0.0.1:${port}/nope`)).status, 404);
       stream.call.cancel();

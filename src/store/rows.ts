@@ -130,7 +130,6 @@ export function runFlagFromRow(row: RunFlagRow): RunFlag {
   return { active: isTrue(row.active), starts: row.starts, refreshedAtMs: row.refreshed_at_ms };
 }
 
-/** Every valid key sorts below this, so [prefix, prefix + top) is the range of keys starting with prefix. */
 /**
  * A session's events read as one row: `lengths` lists "sequence:length" per event, comma-separated, and
  * `bytes` holds their wire bytes concatenated in the same order (both aggregates of one query see the rows
@@ -152,4 +151,5 @@ export function eventsFromConcatenation(lengths: string | null, bytes: Uint8Arra
   return events;
 }
 
+/** Every valid key sorts below this, so [prefix, prefix + top) is the range of keys starting with prefix. */
 export const topCharacter = "\u{10FFFF}";
