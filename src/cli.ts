@@ -85,9 +85,11 @@ async function serve(args: readonly string[]): Promise<number> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
-  let server;
+  let server: Awaited<ReturnType<typeof startServer>>;
+  let failed: ((err: unknown) => void) | undefined;
+  const fatal = new Promise<unknown>((resolve) => (failed = resolve));
   try {
-    server = await startServer(config, { logger });
+    server = await startServer(config, { logger, onFatal: (err) => failed?.(err) });
   } catch (err) {
     if (err instanceof DatabaseInUseError) {
       process.stderr.write(`sessionstate: ${err.message}\n`);
@@ -118,6 +120,13 @@ async function serve(args: readonly string[]): Promise<number> {
     };
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
+    // A replica that could open its database only later, and then found it unusable (a newer schema).
+    void fatal.then((err) => {
+      if (stopping) return;
+      stopping = true;
+      process.stderr.write(`sessionstate: failed to start: ${(err as Error).message}\n`);
+      server.close().finally(() => resolve(1));
+    });
     process.on("SIGHUP", () => {
       try {
         logger.info({ tokens: server.reloadTokens() }, "tokens file reloaded");
@@ -130,9 +139,9 @@ async function serve(args: readonly string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => {
-    // Exit now rather than when the event loop drains: after a database restart, postgres.js's LISTEN
-    // connection can reconnect itself during shutdown and would keep a stopped server alive for ever.
-    // Everything is closed and logged by now (standard output and error are synchronous here).
+    // Exit now rather than when the event loop drains: a database connection that a stop gave up on (its
+    // peer unreachable) must not keep a stopped server alive. Everything is closed and logged by now
+    // (standard output and error are synchronous here).
     process.exit(code);
   },
   (err: unknown) => {

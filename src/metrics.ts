@@ -8,11 +8,14 @@ export interface MetricsSources {
   pendingNotices(): Promise<number>;
   /** The size of the stored state by file: SQLite's `db` and `wal`, PostgreSQL's schema as `db`. */
   databaseBytes(): Promise<ReadonlyArray<readonly [file: string, bytes: number]>>;
+  /** Whether the database answers now (always true for SQLite). */
+  databaseReachable(): boolean;
 }
 
 /**
  * The service's Prometheus metrics. Counters are moved by the components as work is done; gauges are
- * read from their sources at scrape time. Labels never hold keys, texts or tokens.
+ * read from their sources at scrape time. Labels never hold keys, texts or tokens. A gauge read from the
+ * database keeps its last value while the database does not answer, so a scrape never fails for it.
  */
 export class Metrics {
   readonly registry = new Registry();
@@ -121,7 +124,8 @@ export class Metrics {
       help: "Watcher/target pairs with a pending notice (N > L).",
       registers: [registry],
       async collect() {
-        this.set(await sources.pendingNotices());
+        const pending = await sources.pendingNotices().catch(() => undefined);
+        if (pending !== undefined) this.set(pending);
       },
     });
     new Gauge({
@@ -130,7 +134,15 @@ export class Metrics {
       labelNames: ["file"] as const,
       registers: [registry],
       async collect() {
-        for (const [file, bytes] of await sources.databaseBytes()) this.set({ file }, bytes);
+        for (const [file, bytes] of await sources.databaseBytes().catch(() => [])) this.set({ file }, bytes);
+      },
+    });
+    new Gauge({
+      name: "sessionstate_database_reachable",
+      help: "1 while the database answers round trips, 0 while it does not (health NOT_SERVING, calls refused with UNAVAILABLE).",
+      registers: [registry],
+      collect() {
+        this.set(sources.databaseReachable() ? 1 : 0);
       },
     });
     collectDefaultMetrics({ register: registry, prefix: "sessionstate_" });

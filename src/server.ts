@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import { Server, ServerCredentials } from "@grpc/grpc-js";
 import { file_grpc_health_v1_health, Health } from "../gen/grpc/health/v1/health_pb.js";
 import { file_sessionstate_v1_reconcile, Reconcile } from "../gen/sessionstate/v1/reconcile_pb.js";
@@ -19,6 +20,7 @@ import { reconcileHandlers } from "./services/reconcile.js";
 import { signalLogHandlers } from "./services/signal-log.js";
 import { upstreamHandlers } from "./services/upstream.js";
 import { watchHandlers } from "./services/watch.js";
+import { settleWithin } from "./settle-within.js";
 import { Retention } from "./store/retention.js";
 import { PostgresStore } from "./store/postgres-store.js";
 import { isPostgresUrl, parsePostgresUrl, redactPostgresUrl } from "./store/postgres-url.js";
@@ -32,11 +34,17 @@ import { UpstreamMonitor } from "./upstream/upstream-monitor.js";
 const dayMs = 24 * 60 * 60 * 1000;
 const pruneRowsPerStep = 2000;
 const firstMonitorTickMs = 15_000;
-/** How long shutdown waits for calls in flight before cutting connections. */
-const shutdownGraceMs = 5000;
-/** How often a replica checks that PostgreSQL answers (health follows), and how long it waits. */
-const databaseProbeIntervalMs = 1000;
-const databaseProbeTimeoutMs = 2000;
+/**
+ * A graceful stop ends within `stopBudgetMs` whatever the database does (SPEC §11: 5 s): calls in flight
+ * get `callGraceMs` to finish and are then answered UNAVAILABLE; the store closes in what is left.
+ */
+const stopBudgetMs = 4500;
+const callGraceMs = 1500;
+/** Connections still open after the calls are answered are cut after this. */
+const connectionGraceMs = 500;
+/** A replica started while its database is down tries again this often (first), up to the most, with jitter. */
+const startRetryFirstMs = 100;
+const startRetryMostMs = 1000;
 
 /** A running server. Whoever started it must `close()` it. */
 export interface RunningServer {
@@ -60,6 +68,11 @@ export interface ServerOptions {
   clock?: Clock;
   /** For tests: called with the store once it is open. */
   onStoreOpened?: (store: Store) => void;
+  /**
+   * Called when the server cannot go on serving and should stop (a replica that found, once its database
+   * answered, a schema newer than it knows). Without it, such an error is only logged.
+   */
+  onFatal?: (error: unknown) => void;
 }
 
 function credentialsOf(config: Config): ServerCredentials {
@@ -72,11 +85,18 @@ function credentialsOf(config: Config): ServerCredentials {
   );
 }
 
+/** Resolves after `ms`; the timer does not keep the process alive. */
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
 /**
  * Opens the database, builds the services and starts serving. Throws `DatabaseInUseError` when another
- * process owns the database, and the bind error when the address is taken.
+ * process owns the database, and the bind error when the address is taken. On PostgreSQL, a database
+ * that cannot be reached does not stop it: it serves health (NOT_SERVING), refuses other calls with
+ * UNAVAILABLE and keeps trying (SPEC §11); any other failure to open the database is thrown.
  */
-export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened }: ServerOptions): Promise<RunningServer> {
+export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened, onFatal }: ServerOptions): Promise<RunningServer> {
   const log = logger.child({ component: "server" });
   const tokens = config.tokensFile === undefined ? undefined : new TokenRegistry(config.tokensFile);
   const storeLog = logger.child({ component: "store" });
@@ -90,30 +110,50 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     refused: () => metrics?.storageRefusals.inc(),
   };
   const postgres = isPostgresUrl(config.dbPath)
-    ? await PostgresStore.open({
+    ? new PostgresStore({
         target: parsePostgresUrl(config.dbPath),
         schema: config.dbSchema,
         durability: config.durability,
         nodeId: config.nodeId,
         encodeEvent: encodeStateEvent,
         nowMs: () => clock.nowMs(),
-        // While the database is away the probe says so once; any other failure of the feed is worth a warning.
+        storage,
+        // While the database is away health says so once; any other failure of the feed is worth a warning.
         onFeedError: (err) =>
           storeFaultOf(err) === "unreachable"
             ? storeLog.debug({ err }, "reading other replicas' changes failed; retrying")
             : storeLog.warn({ err }, "reading other replicas' changes failed; retrying"),
       })
     : undefined;
+  // The first attempt is made before listening: a database that is there is served from the first call.
+  let databaseReady = postgres === undefined;
+  if (postgres !== undefined) {
+    try {
+      await postgres.start();
+      databaseReady = true;
+    } catch (err) {
+      if (storeFaultOf(err) !== "unreachable") {
+        await postgres.close();
+        throw err;
+      }
+      storeLog.error({ err }, "database unreachable: listening, not serving, and retrying");
+    }
+  }
   const store: Store = postgres ?? SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, storage);
   const dbDescription = postgres === undefined ? config.dbPath : `${redactPostgresUrl(config.dbPath)} schema ${config.dbSchema}`;
   onStoreOpened?.(store);
   // Jobs that run on one replica at a time hold a lease; this process is one holder.
   const leaseHolder = `${config.nodeId}/${process.pid}/${randomUUID()}`;
   let edge: RpcEdge | undefined;
+  const databaseReachable = (): boolean => postgres === undefined || (databaseReady && postgres.isReachable);
+  // A scrape while the database is away answers at once, with the gauges it cannot read left as they were.
+  const unlessUnreachable = <T>(read: () => Promise<T>): Promise<T> =>
+    databaseReachable() ? read() : Promise.reject(new Error("the database is unreachable"));
   metrics = new Metrics({
     openStreams: () => edge?.openStreams ?? 0,
-    pendingNotices: () => store.countPendingNotices(),
-    databaseBytes: () => store.databaseBytes(),
+    pendingNotices: () => unlessUnreachable(() => store.countPendingNotices()),
+    databaseBytes: () => unlessUnreachable(() => store.databaseBytes()),
+    databaseReachable,
   });
   const retention = new Retention(
     store,
@@ -195,30 +235,52 @@ export async function startServer(config: Config, { logger, clock = systemClock,
       "INSECURE: serving a non-loopback address without TLS and authentication (--insecure-bind)",
     );
   }
-  health.setServing(true);
-  // On PostgreSQL health follows the database: NOT_SERVING while it does not answer, SERVING once it does.
-  let probe: NodeJS.Timeout | undefined;
+
   let stopping = false;
-  if (postgres !== undefined) {
-    let probing = false;
-    let reachable = true;
-    probe = setInterval(() => {
-      if (probing) return;
-      probing = true;
-      void postgres.isReachable(databaseProbeTimeoutMs).then((now) => {
-        probing = false;
-        if (now === reachable || stopping) return;
-        reachable = now;
-        health.setServing(now);
-        if (now) log.info("database reachable again: serving");
-        else log.error("database unreachable: not serving");
-      });
-    }, databaseProbeIntervalMs);
-    probe.unref();
+  /** Serving: health SERVING and calls taken, or NOT_SERVING and calls refused at once. */
+  const setServing = (serving: boolean): void => {
+    health.setServing(serving);
+    edge.setAvailable(serving);
+  };
+  // On PostgreSQL health follows the database: NOT_SERVING while it does not answer, SERVING once it does.
+  const unfollow = postgres?.onReachabilityChange((reachable) => {
+    if (stopping || !databaseReady) return;
+    setServing(reachable);
+    if (reachable) log.info("database reachable again: serving");
+    else log.error("database unreachable: not serving");
+  });
+  /** Jobs that need the database run once it has answered. */
+  const startJobs = async (): Promise<void> => {
+    // Events past retention are gone before the first call is answered.
+    await retention.start(config.pruneIntervalMs);
+    monitor.start();
+  };
+  if (databaseReady) {
+    setServing(true);
+    await startJobs();
+  } else {
+    setServing(false);
+    void (async () => {
+      for (let attempt = 0; !stopping; attempt++) {
+        await pause(Math.min(startRetryMostMs, startRetryFirstMs * 2 ** attempt) * (0.5 + Math.random() / 2));
+        if (stopping) return;
+        try {
+          await postgres!.start();
+        } catch (err) {
+          if (storeFaultOf(err) === "unreachable") continue;
+          log.fatal({ err }, "opening the database failed");
+          onFatal?.(err);
+          return;
+        }
+        if (stopping) return;
+        databaseReady = true;
+        setServing(postgres!.isReachable);
+        log.info("database reachable: serving");
+        await startJobs();
+        return;
+      }
+    })();
   }
-  // Events past retention are gone before the first call is answered.
-  await retention.start(config.pruneIntervalMs);
-  monitor.start();
   const address = formatHostPort(config.listenHost, port);
   log.info(
     {
@@ -230,21 +292,24 @@ export async function startServer(config: Config, { logger, clock = systemClock,
       auth: tokens === undefined ? "off" : "tokens",
       metricsPort: metricsServer?.port,
     },
-    "serving",
+    databaseReady ? "serving" : "listening; not serving until the database answers",
   );
 
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
+    const stopByMs = performance.now() + stopBudgetMs;
+    const remainingMs = (): number => Math.max(0, stopByMs - performance.now());
     stopping = true;
-    if (probe !== undefined) clearInterval(probe);
-    health.setServing(false);
+    unfollow?.();
+    setServing(false);
     edge.shutDownCalls();
+    await edge.drainUnaryCalls(callGraceMs);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
-        log.warn({ graceMs: shutdownGraceMs }, "calls still open after the grace period; closing connections");
+        log.warn({ graceMs: connectionGraceMs }, "connections still open after the calls were answered; closing them");
         server.forceShutdown();
         resolve();
-      }, shutdownGraceMs);
+      }, connectionGraceMs);
       timer.unref();
       server.tryShutdown(() => {
         clearTimeout(timer);
@@ -252,10 +317,15 @@ export async function startServer(config: Config, { logger, clock = systemClock,
       });
     });
     hub.stop();
-    await monitor.stop();
-    await retention.stop();
+    await settleWithin(remainingMs(), monitor.stop());
+    await settleWithin(remainingMs(), retention.stop());
     // Another replica may take this one's jobs at once rather than after the leases expire.
-    await postgres?.releaseLeases(leaseHolder).catch((err: unknown) => log.warn({ err }, "releasing job leases failed"));
+    if (postgres?.isReachable === true) {
+      await settleWithin(
+        Math.min(remainingMs(), 1000),
+        postgres.releaseLeases(leaseHolder).catch((err: unknown) => log.warn({ err }, "releasing job leases failed")),
+      );
+    }
     if (metricsServer !== undefined) {
       const http = metricsServer.server;
       await new Promise<void>((resolve) => {
@@ -263,7 +333,8 @@ export async function startServer(config: Config, { logger, clock = systemClock,
         http.closeAllConnections();
       });
     }
-    await store.close();
+    if (postgres !== undefined) await postgres.close(remainingMs());
+    else await store.close();
     log.info("stopped");
   };
   return {

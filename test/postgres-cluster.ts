@@ -8,6 +8,8 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, chmodSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
+import { parsePostgresUrl } from "../src/store/postgres-url.js";
 
 /** The newest installed PostgreSQL's bin directory (Debian: /usr/lib/postgresql/<major>/bin), if any. */
 export function postgresBinDir(): string | undefined {
@@ -103,4 +105,23 @@ export function skipWithoutPostgres(): false | string {
   if (postgresRequired) throw new Error(`${noPostgresMessage}, but SESSIONSTATE_REQUIRE_POSTGRES=1 requires them`);
   console.log(noPostgresMessage);
   return noPostgresMessage;
+}
+
+/**
+ * A plain node-postgres connection to a test cluster (no deadlines, no pool), for tests that look at or
+ * hold rows directly; `schema` sets the search path. The caller ends it.
+ */
+export async function connectTestClient(url: string, schema?: string): Promise<pg.Client> {
+  const target = parsePostgresUrl(url);
+  const client = new pg.Client({
+    host: target.socketPath!.replace(/\/\.s\.PGSQL\.\d+$/u, ""),
+    port: target.port,
+    database: target.database,
+    user: target.username,
+    ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
+    types: { getTypeParser: (oid: number, format?: string) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format as "text")) },
+  });
+  client.on("error", () => undefined);
+  await client.connect();
+  return client;
 }

@@ -5,12 +5,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { encodeStateEvent } from "../src/codec/event-codec.js";
-import { connectPostgres } from "../src/store/postgres-connection.js";
 import { storeFaultOf } from "../src/store/store-errors.js";
 import { PostgresStore } from "../src/store/postgres-store.js";
 import { parsePostgresUrl } from "../src/store/postgres-url.js";
 import { freshSchema, testCluster } from "./backend.js";
-import { skipWithoutPostgres } from "./postgres-cluster.js";
+import { connectTestClient, skipWithoutPostgres } from "./postgres-cluster.js";
 import { storeAppend } from "./helpers.js";
 
 async function openStore(schema = freshSchema()): Promise<PostgresStore> {
@@ -72,26 +71,18 @@ describe("the PostgreSQL store", { skip: skipWithoutPostgres() }, () => {
   test("a transaction holding the clock cannot stall writes for ever: a batch waits lock_timeout, fails as busy, and writes once the clock is free", { timeout: 30_000 }, async () => {
     const schema = freshSchema();
     const store = await openStore(schema);
-    const holder = connectPostgres(parsePostgresUrl(testCluster().url), schema, "normal", 1);
+    // Another program's transaction, with no deadline of ours: it holds the clock until told to let go.
+    const holder = await connectTestClient(testCluster().url, schema);
     try {
-      let release!: () => void;
-      const released = new Promise<void>((resolve) => (release = resolve));
-      let locked!: () => void;
-      const isLocked = new Promise<void>((resolve) => (locked = resolve));
-      const holding = holder.begin(async (tx) => {
-        await tx`SELECT event_seq FROM clock WHERE id = 1 FOR UPDATE`;
-        locked();
-        await released;
-      });
-      await isLocked;
+      await holder.query("BEGIN");
+      await holder.query("SELECT event_seq FROM clock WHERE id = 1 FOR UPDATE");
       // A dedupe key and a notifying kind: the batch's up-front reads are in flight when the lock fails.
       const waiting = store.append({ ...storeAppend("agent:main:w", 1, "human_direct_message"), dedupeKey: "k-busy" });
       await assert.rejects(waiting, (err: unknown) => {
         assert.equal(storeFaultOf(err), "busy");
         return true;
       });
-      release();
-      await holding;
+      await holder.query("COMMIT");
       const after = await store.append({ ...storeAppend("agent:main:w", 1, "human_direct_message"), dedupeKey: "k-busy" });
       assert.ok(after.recorded && !after.deduplicated && after.event.sequence === 1);
     } finally {

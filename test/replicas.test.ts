@@ -6,19 +6,19 @@ import { appendFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import postgres from "postgres";
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
-import { SessionStateClient } from "../clients/typescript/src/session-state-client.js";
+import { SessionStateClient, silentLogger } from "../clients/typescript/src/session-state-client.js";
 import { createServiceClient } from "../clients/typescript/src/service-client.js";
-import { parsePostgresUrl } from "../src/store/postgres-url.js";
 import { postgresMigrations } from "../src/store/postgres-schema.js";
 import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import type { EventKind as KindName } from "../src/domain/event.js";
 import { freshSchema, testCluster } from "./backend.js";
 import { ReferenceModel } from "./reference-model.js";
-import { skipWithoutPostgres, type PostgresCluster } from "./postgres-cluster.js";
-import { allEventSequences, connect, goal, human, subscribe, tempDir, type Clients } from "./helpers.js";
-import { runCli, spawnServer, type ServerProcess } from "./process-helpers.js";
+import { connectTestClient, skipWithoutPostgres, type PostgresCluster } from "./postgres-cluster.js";
+import { allEventSequences, connect, goal, human, scrapeMetrics, subscribe, tempDir, type Clients } from "./helpers.js";
+import { freePort, runCli, spawnServer, type ServerProcess } from "./process-helpers.js";
+import { FaultProxy } from "./reliability/fault-proxy.js";
+import { parsePostgresUrl } from "../src/store/postgres-url.js";
 
 const boss = "agent:main:boss";
 const worker = "agent:main:subagent:worker";
@@ -41,8 +41,8 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
     for (const replica of running) await replica.stop("SIGKILL");
   });
 
-  async function startReplica(schema: string, extra: string[] = []): Promise<Replica> {
-    const process = await spawnServer(["--db", cluster.url, "--db-schema", schema, "--listen", "127.0.0.1:0", "--log-level", "warn", ...extra]);
+  async function startReplica(schema: string, extra: string[] = [], url = cluster.url): Promise<Replica> {
+    const process = await spawnServer(["--db", url, "--db-schema", schema, "--listen", "127.0.0.1:0", "--log-level", "warn", ...extra]);
     const clients = connect(process.address, { ownConnection: true });
     const replica: Replica = {
       process,
@@ -60,12 +60,11 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
 
   /** Rows of the schema, read directly: what every replica shares. */
   async function query<T extends object>(schema: string, text: string): Promise<T[]> {
-    const target = parsePostgresUrl(cluster.url);
-    const sql = postgres({ path: target.socketPath!, database: target.database, username: target.username, max: 1, onnotice: () => {} });
+    const client = await connectTestClient(cluster.url, schema);
     try {
-      return (await sql.unsafe(`SET search_path TO "${schema}"; ${text}`, [], { prepare: false }).simple()).at(-1) as T[];
+      return (await client.query<T>(text)).rows;
     } finally {
-      await sql.end();
+      await client.end();
     }
   }
 
@@ -305,7 +304,7 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
         for (const [i, target] of targets.entries()) {
           await a.clients.signalLog.append(human(target));
           if (i === 5 || i === 12) {
-            await query(schema, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()");
+            await query(schema, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE '% listener'");
           }
           await sleep(20);
         }
@@ -411,6 +410,91 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
       }
     } finally {
       for (const r of [a, b]) if (running.has(r)) await r.stop();
+    }
+  });
+
+  test("the client sends no call to a replica whose health says NOT_SERVING, and goes back to it once it serves", { timeout: 60_000 }, async () => {
+    const schema = freshSchema();
+    const proxy = await FaultProxy.start({ path: parsePostgresUrl(cluster.url).socketPath! });
+    const a = await startReplica(schema);
+    // B reaches PostgreSQL through a proxy that can cut it off; its metrics count the calls it answers.
+    const metricsPort = await freePort();
+    const b = await startReplica(schema, ["--metrics-listen", `127.0.0.1:${metricsPort}`], `postgres://postgres@127.0.0.1:${proxy.port}/postgres`);
+    const client = new SessionStateClient({ address: `ipv4:${a.process.address},${b.process.address}`, logger: silentLogger });
+    const callsOnB = async (): Promise<number> => {
+      const text = await scrapeMetrics(metricsPort);
+      return [...text.matchAll(/^sessionstate_rpc_duration_seconds_count\{[^}]*method="\/sessionstate\.v1\.Reconcile\/SessionStatus"[^}]*\} (\d+)$/gmu)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    try {
+      for (let i = 0; i < 20; i++) await client.reconcile.sessionStatus({ session: { key: worker } });
+      assert.ok((await callsOnB()) > 0, "with both serving, both take calls");
+      proxy.blackhole();
+      const bHealth = createServiceClient(b.clients.channel, Health, { timeoutMs: 2000 });
+      const deadline = Date.now() + 5000;
+      while ((await bHealth.check({})).status !== HealthCheckResponse_ServingStatus.NOT_SERVING) {
+        assert.ok(Date.now() < deadline, "B never said NOT_SERVING");
+        await sleep(50);
+      }
+      await sleep(200); // the client's health watch hears it
+      const before = await callsOnB();
+      for (let i = 0; i < 40; i++) await client.reconcile.sessionStatus({ session: { key: worker } }, { timeoutMs: 2000 });
+      assert.equal((await callsOnB()) - before, 0, "no call went to the replica that said NOT_SERVING");
+      proxy.heal();
+      const back = Date.now() + 5000;
+      while ((await bHealth.check({})).status !== HealthCheckResponse_ServingStatus.SERVING) {
+        assert.ok(Date.now() < back, "B never served again");
+        await sleep(50);
+      }
+      await sleep(200);
+      const healed = await callsOnB();
+      for (let i = 0; i < 40; i++) await client.reconcile.sessionStatus({ session: { key: worker } });
+      assert.ok((await callsOnB()) - healed > 0, "B takes calls again once it serves");
+    } finally {
+      client.close();
+      await a.stop();
+      await b.stop();
+      await proxy.close();
+    }
+  });
+
+  test("the client carries reads, watches and appends through a replica cut off from its database and then stopped: none fails", { timeout: 60_000 }, async () => {
+    const schema = freshSchema();
+    const proxy = await FaultProxy.start({ path: parsePostgresUrl(cluster.url).socketPath! });
+    const a = await startReplica(schema);
+    const b = await startReplica(schema, [], `postgres://postgres@127.0.0.1:${proxy.port}/postgres`);
+    const client = new SessionStateClient({ address: `ipv4:${a.process.address},${b.process.address}`, logger: silentLogger });
+    const failures: string[] = [];
+    let calls = 0;
+    let going = true;
+    try {
+      const loops = Array.from({ length: 6 }, async (_, i) => {
+        while (going) {
+          try {
+            if (i % 3 === 0) await client.reconcile.sessionStatus({ session: { key: worker } }, { timeoutMs: 5000 });
+            else if (i % 3 === 1) await client.watch.watch({ watcherSessionKey: boss, target: { key: `${worker}${i}` } }, { timeoutMs: 5000 });
+            else await client.append(goal(worker), { timeoutMs: 5000 });
+            calls++;
+          } catch (err) {
+            failures.push(`${(err as { code?: number }).code}: ${(err as { details?: string }).details}`);
+          }
+        }
+      });
+      await sleep(500);
+      // Calls on their way to B when it is cut off end UNAVAILABLE (and so do those its stop ends): each is
+      // sent again, to A.
+      proxy.blackhole();
+      await sleep(300);
+      await b.stop("SIGTERM");
+      await sleep(1000);
+      going = false;
+      await Promise.all(loops);
+      assert.deepEqual(failures, [], `${calls} calls, none failed`);
+      assert.ok(calls > 100);
+    } finally {
+      going = false;
+      client.close();
+      await a.stop();
+      await proxy.close();
     }
   });
 

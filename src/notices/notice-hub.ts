@@ -31,6 +31,8 @@ export interface NoticeSource {
   pendingCursors(watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]>;
   getCursor(watcherKey: string, target: PairChange["target"]): Promise<CursorRecord | undefined>;
   onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void;
+  /** Gaps in that feed, where every pending pair must be read again (see Store). */
+  onFeedGap?(listener: () => void): () => void;
 }
 
 function pairKey(change: PairChange): string {
@@ -45,6 +47,8 @@ function pairKey(change: PairChange): string {
 class Subscription {
   readonly dirty = new Map<string, PairChange>();
   readonly sent = new Map<string, number>();
+  /** The feed missed changes: every pending pair of the filter is to be read again. */
+  rereadAll = false;
   private wake: (() => void) | undefined;
 
   constructor(readonly filter: NoticeFilter) {}
@@ -55,6 +59,15 @@ class Subscription {
 
   markDirty(change: PairChange): void {
     this.dirty.set(pairKey(change), change);
+    this.wakeUp();
+  }
+
+  markAllDirty(): void {
+    this.rereadAll = true;
+    this.wakeUp();
+  }
+
+  private wakeUp(): void {
     const wake = this.wake;
     this.wake = undefined;
     wake?.();
@@ -62,7 +75,7 @@ class Subscription {
 
   /** Resolves when a pair becomes dirty or `signal` aborts. */
   changed(signal: AbortSignal): Promise<void> {
-    if (this.dirty.size > 0 || signal.aborted) return Promise.resolve();
+    if (this.dirty.size > 0 || this.rereadAll || signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const settle = (): void => {
         signal.removeEventListener("abort", settle);
@@ -85,6 +98,7 @@ export class NoticeHub {
   private readonly byWatcher = new Map<string, Set<Subscription>>();
   private readonly byPrefix = new Set<Subscription>();
   private unsubscribe: (() => void) | undefined;
+  private unsubscribeGaps: (() => void) | undefined;
 
   constructor(
     private readonly store: NoticeSource,
@@ -95,12 +109,18 @@ export class NoticeHub {
   /** Starts listening to the store's feed. */
   start(): void {
     this.unsubscribe ??= this.store.onPairChanges((changes) => this.dispatch(changes));
+    this.unsubscribeGaps ??= this.store.onFeedGap?.(() => {
+      this.log.warn("the feed of changes has a gap: every subscription reads its pending notices again");
+      for (const sub of this.allSubscriptions()) sub.markAllDirty();
+    });
   }
 
   /** Stops listening. Open subscriptions end when their signals abort. */
   stop(): void {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    this.unsubscribeGaps?.();
+    this.unsubscribeGaps = undefined;
   }
 
   /** Number of open subscriptions. */
@@ -150,6 +170,17 @@ export class NoticeHub {
       if (signal.aborted) return;
       await send({ synced: { pendingDelivered } });
       while (!signal.aborted) {
+        if (sub.rereadAll) {
+          sub.rereadAll = false;
+          // Every pair pending now is checked again; a pair sent before and pending no more is forgotten.
+          const pending = new Set<string>();
+          for (const cursor of await this.store.pendingCursors(filter.watcherKeys, filter.prefixes)) {
+            pending.add(pairKey(cursor));
+            sub.dirty.set(pairKey(cursor), cursor);
+          }
+          for (const key of sub.sent.keys()) if (!pending.has(key)) sub.sent.delete(key);
+          continue;
+        }
         const next = sub.dirty.entries().next();
         if (next.done === true) {
           await sub.changed(signal);

@@ -27,6 +27,7 @@ import { WireMessage } from "../codec/wire-message.js";
 type Status = Pick<StatusObject, "code" | "details">;
 
 const shuttingDown: Status = { code: GrpcStatus.UNAVAILABLE, details: "server is shutting down; retry later" };
+const notServing: Status = { code: GrpcStatus.UNAVAILABLE, details: "database unavailable; retry later" };
 
 /** Options of the edge: authentication, stream limits and call observation. */
 export interface RpcEdgeOptions {
@@ -71,9 +72,16 @@ function asBuffer(bytes: Uint8Array): Buffer {
  * anything thrown becomes a safe status. It also tracks open server streams so shutdown can end them.
  */
 export class RpcEdge {
-  private readonly streamClosers = new Set<() => void>();
+  /** Every open server stream: how to end it, and whether its service is public (health). */
+  private readonly streamClosers = new Map<(status: Status) => void, boolean>();
   private readonly streamsByPeer = new Map<string, number>();
+  private openPublicStreams = 0;
+  /** Unary calls not answered yet, each with the way to answer it now. */
+  private readonly unaryInFlight = new Set<(status: Status) => void>();
+  private readonly unaryDrained = new Set<() => void>();
   private closing = false;
+  /** False while the server cannot serve (its database is unreachable): calls are refused at once. */
+  private available = true;
 
   constructor(
     private readonly server: Server,
@@ -81,9 +89,9 @@ export class RpcEdge {
     private readonly options: RpcEdgeOptions,
   ) {}
 
-  /** Number of server streams currently open. */
+  /** Number of server streams of the service's own methods (notices) currently open; health watches are not counted. */
   get openStreams(): number {
-    return this.streamClosers.size;
+    return this.streamClosers.size - this.openPublicStreams;
   }
 
   /**
@@ -97,13 +105,14 @@ export class RpcEdge {
       const handler = (handlers as Record<string, unknown>)[method.localName];
       switch (method.methodKind) {
         case "unary":
-          implementation[method.localName] = this.wrapUnary(method, handler as UnaryHandler<DescMessage, DescMessage>, authenticate);
+          implementation[method.localName] = this.wrapUnary(method, handler as UnaryHandler<DescMessage, DescMessage>, authenticate, isPublic);
           break;
         case "server_streaming":
           implementation[method.localName] = this.wrapServerStream(
             method,
             handler as ServerStreamHandler<DescMessage, DescMessage>,
             authenticate,
+            isPublic,
           );
           break;
         case "client_streaming":
@@ -121,7 +130,35 @@ export class RpcEdge {
   /** Refuses new calls with UNAVAILABLE and ends every open stream with UNAVAILABLE. */
   shutDownCalls(): void {
     this.closing = true;
-    for (const close of [...this.streamClosers]) close();
+    for (const close of [...this.streamClosers.keys()]) close(shuttingDown);
+  }
+
+  /**
+   * Whether calls are served (health SERVING). While not, every call of a non-public service is refused at
+   * once with UNAVAILABLE, and open streams are ended with UNAVAILABLE so that their clients go elsewhere.
+   */
+  setAvailable(available: boolean): void {
+    this.available = available;
+    if (available) return;
+    for (const [close, isPublic] of [...this.streamClosers]) if (!isPublic) close(notServing);
+  }
+
+  /**
+   * Resolves once no unary call is in flight, or after `graceMs`: then every call still in flight is
+   * answered UNAVAILABLE at once (whatever its handler does later is dropped), so no call is cut off
+   * with a reset that clients would see as INTERNAL.
+   */
+  async drainUnaryCalls(graceMs: number): Promise<void> {
+    if (this.unaryInFlight.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.unaryDrained.add(resolve);
+        timer = setTimeout(resolve, graceMs);
+      });
+      clearTimeout(timer);
+      this.unaryDrained.clear();
+    }
+    for (const answer of [...this.unaryInFlight]) answer(shuttingDown);
   }
 
   private decode(method: DescMethod, bytes: Buffer): { request: unknown } | { status: Status } {
@@ -141,15 +178,24 @@ export class RpcEdge {
     method: DescMethod,
     handler: UnaryHandler<DescMessage, DescMessage>,
     authenticate: RpcEdgeOptions["authenticate"],
+    isPublic: boolean,
   ) {
     const path = methodPath(method);
     return (call: ServerUnaryCall<Buffer, Buffer>, rawCallback: sendUnaryData<Buffer>): void => {
       const started = performance.now();
+      let answered = false;
       const callback: sendUnaryData<Buffer> = (err, value) => {
+        if (answered) return;
+        answered = true;
+        this.unaryInFlight.delete(answerNow);
+        if (this.unaryInFlight.size === 0) for (const drained of this.unaryDrained) drained();
         this.options.observe?.(path, err === null ? GrpcStatus.OK : (err.code ?? GrpcStatus.UNKNOWN), (performance.now() - started) / 1000);
         rawCallback(err, value);
       };
+      const answerNow = (status: Status): void => callback(status);
       if (this.closing) return callback(shuttingDown);
+      if (!this.available && !isPublic) return callback(notServing);
+      this.unaryInFlight.add(answerNow);
       const auth = authenticateCall(call.metadata, authenticate);
       if ("status" in auth) return callback(auth.status);
       const decoded = this.decode(method, call.request);
@@ -169,6 +215,7 @@ export class RpcEdge {
     method: DescMethod,
     handler: ServerStreamHandler<DescMessage, DescMessage>,
     authenticate: RpcEdgeOptions["authenticate"],
+    isPublic: boolean,
   ) {
     const path = methodPath(method);
     return (call: ServerWritableStream<Buffer, Buffer>): void => {
@@ -178,11 +225,14 @@ export class RpcEdge {
         call.emit("error", status);
       };
       if (this.closing) return refuse(shuttingDown);
+      if (!this.available && !isPublic) return refuse(notServing);
       const auth = authenticateCall(call.metadata, authenticate);
       if ("status" in auth) return refuse(auth.status);
       const decoded = this.decode(method, call.request);
       if ("status" in decoded) return refuse(decoded.status);
-      const peer = call.getPeer();
+      // Health watches (clients' load balancers hold one per connection) are limited apart from notice
+      // streams, so that they never take a place a subscriber needs.
+      const peer = `${isPublic ? "public" : "own"} ${call.getPeer()}`;
       const onPeer = this.streamsByPeer.get(peer) ?? 0;
       if (onPeer >= this.options.maxStreamsPerConnection) {
         return refuse({
@@ -190,7 +240,7 @@ export class RpcEdge {
           details: `too many open streams on this connection (limit ${this.options.maxStreamsPerConnection})`,
         });
       }
-      if (this.streamClosers.size >= this.options.maxStreams) {
+      if ((isPublic ? this.openPublicStreams : this.openStreams) >= this.options.maxStreams) {
         return refuse({ code: GrpcStatus.RESOURCE_EXHAUSTED, details: `too many open streams on this server (limit ${this.options.maxStreams})` });
       }
       this.streamsByPeer.set(peer, onPeer + 1);
@@ -200,6 +250,7 @@ export class RpcEdge {
       const release = (code: GrpcStatus): void => {
         done = true;
         this.streamClosers.delete(closeForShutdown);
+        if (isPublic) this.openPublicStreams--;
         const left = (this.streamsByPeer.get(peer) ?? 1) - 1;
         if (left === 0) this.streamsByPeer.delete(peer);
         else this.streamsByPeer.set(peer, left);
@@ -212,8 +263,9 @@ export class RpcEdge {
         if (status === undefined) call.end();
         else call.emit("error", status);
       };
-      const closeForShutdown = (): void => finish(shuttingDown);
-      this.streamClosers.add(closeForShutdown);
+      const closeForShutdown = (status: Status): void => finish(status);
+      this.streamClosers.set(closeForShutdown, isPublic);
+      if (isPublic) this.openPublicStreams++;
       call.once("cancelled", () => {
         if (!done) release(GrpcStatus.CANCELLED);
       });

@@ -1,60 +1,165 @@
-import type { Sql } from "postgres";
+import type pg from "pg";
 import type { PairChange } from "../domain/records.js";
+import { sql } from "./pg-sql.js";
+import { destroyClient, type PostgresDatabase } from "./postgres-database.js";
 
 /** The safety net: the feed reads new changes this often even when no notification arrived. */
 export const feedPollIntervalMs = 2000;
 /** Rows read per catch-up query. */
 const catchUpRows = 5000;
+/** Reconnecting the listening connection: first after this, doubling up to the most, with jitter. */
+const reconnectFirstMs = 50;
+const reconnectMostMs = 1000;
 
 interface ChangeRow {
-  change_seq: number;
+  /** The clock's change number when the rows were read. */
+  head: number;
+  change_seq: number | null;
   watcher_key: string;
   target_agent_id: string;
   target_key: string;
 }
 
+/** What the feed tells the store. */
+export interface FeedListener {
+  /** Pairs other replicas (or this one, unannounced) changed, in commit order. */
+  changes(changes: readonly PairChange[]): void;
+  /** Changes were missed for good (pruned before they were read): every pending pair must be read again. */
+  gap(): void;
+  /** A read failed; it is tried again on the next wake-up or tick. */
+  error(error: unknown): void;
+}
+
 /**
  * The pairs other replicas changed (SPEC §11 "Notices everywhere"). Every write transaction that changes
  * pairs stores them in `pair_changes` under its change number and sends one `pg_notify` with it; since
- * the number comes from the locked clock row, commit order is number order. This feed LISTENs first and
- * then reads every row above the last number it read, in order: on each notification, after every
- * (re)LISTEN (notifications sent while disconnected are lost), and on a timer. Changes this replica
- * committed itself were announced at commit and are skipped here.
+ * the number comes from the locked clock row, commit order is number order and every number has rows.
+ * This feed LISTENs on a connection of its own and reads every row above the last number it read, in
+ * order: on each notification, after every (re)LISTEN (notifications sent while disconnected are lost),
+ * and on a timer. A number missing below the clock's means its rows were pruned before this replica read
+ * them: it reports a gap. Changes this replica committed and announced itself are skipped; a number it
+ * reserved and never announced (a failed commit, or one whose outcome it never learned) is read like any
+ * other. The listening connection is pinged every `pingIntervalMs`; one that does not answer within
+ * `pingDeadlineMs` is replaced, and the database marked unreachable.
  */
 export class PairChangeFeed {
   private lastSeq: number;
-  private readonly own = new Set<number>();
-  private timer: NodeJS.Timeout | undefined;
+  /** Change numbers of this replica's commits in flight or announced: true once announced by it. */
+  private readonly own = new Map<number, Promise<boolean>>();
+  private client: pg.Client | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private pingTimer: NodeJS.Timeout | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private reconnectAttempts = 0;
   private reading: Promise<void> | undefined;
   private again = false;
   private stopped = false;
-  private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
-    private readonly sql: Sql,
+    private readonly db: PostgresDatabase,
     private readonly channel: string,
     startAfterSeq: number,
-    private readonly announce: (changes: readonly PairChange[]) => void,
-    private readonly onError: (error: unknown) => void = () => {},
+    private readonly listener: FeedListener,
   ) {
     this.lastSeq = startAfterSeq;
   }
 
-  /** Starts listening (resolves once the first LISTEN is in place) and the safety timer. */
+  /** Connects and LISTENs (throws when the database cannot be reached), then keeps the connection alive. */
   async start(): Promise<void> {
-    const listening = await this.sql.listen(
-      this.channel,
-      () => this.catchUp(),
-      () => this.catchUp(),
-    );
-    this.unlisten = listening.unlisten;
-    this.timer = setInterval(() => this.catchUp(), feedPollIntervalMs);
-    this.timer.unref();
+    await this.connect();
+    this.pollTimer = setInterval(() => this.catchUp(), feedPollIntervalMs);
+    this.pollTimer.unref();
   }
 
-  /** A change number this replica committed and announced itself. */
-  markOwn(changeSeq: number): void {
-    if (changeSeq > this.lastSeq) this.own.add(changeSeq);
+  /**
+   * A change number this replica is committing (its transaction holds the clock lock): the feed skips it
+   * if `announced` resolves true, and reads it like any other otherwise.
+   */
+  reserveOwn(changeSeq: number): (announced: boolean) => void {
+    let settle!: (announced: boolean) => void;
+    this.own.set(changeSeq, new Promise((resolve) => (settle = resolve)));
+    return (announced) => {
+      settle(announced);
+      if (!announced) this.own.delete(changeSeq);
+    };
+  }
+
+  private async connect(): Promise<void> {
+    const client = await this.db.connectClient("listener");
+    const drop = (): void => this.drop(client, false);
+    client.on("error", drop);
+    client.on("end", drop);
+    client.on("notification", (message) => {
+      if (message.channel === this.channel) this.catchUp();
+    });
+    try {
+      await this.withDeadline(client, client.query(`LISTEN "${this.channel}"`));
+    } catch (error) {
+      destroyClient(client);
+      throw error;
+    }
+    if (this.stopped) {
+      destroyClient(client);
+      return;
+    }
+    this.client = client;
+    this.reconnectAttempts = 0;
+    this.schedulePing();
+    // Whatever was committed while nobody listened.
+    this.catchUp();
+  }
+
+  /** `work` on the listening connection within `deadlineMs`; past it the connection is dropped. */
+  private async withDeadline<T>(client: pg.Client, work: Promise<T>, deadlineMs = this.db.deadlines.roundTripMs): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        this.drop(client, true);
+        reject(new Error("the listening connection did not answer in time"));
+      }, deadlineMs);
+    });
+    try {
+      return await Promise.race([work, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private schedulePing(): void {
+    clearTimeout(this.pingTimer);
+    this.pingTimer = setTimeout(() => {
+      const client = this.client;
+      if (client === undefined || this.stopped) return;
+      this.withDeadline(client, client.query("SELECT 1"), this.db.deadlines.pingDeadlineMs).then(
+        () => this.schedulePing(),
+        () => undefined, // dropped: reconnecting
+      );
+    }, this.db.deadlines.pingIntervalMs);
+    this.pingTimer.unref();
+  }
+
+  /** Forgets a failed listening connection and connects again; a silent one means the database is away. */
+  private drop(client: pg.Client, timedOut: boolean): void {
+    destroyClient(client);
+    if (this.client !== client) return;
+    this.client = undefined;
+    clearTimeout(this.pingTimer);
+    if (timedOut) this.db.markUnreachable();
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped) return;
+    clearTimeout(this.reconnectTimer);
+    const delayMs = Math.min(reconnectMostMs, reconnectFirstMs * 2 ** this.reconnectAttempts++) * (0.5 + Math.random() / 2);
+    this.reconnectTimer = setTimeout(() => {
+      this.connect().catch((error: unknown) => {
+        this.db.markUnreachable();
+        this.listener.error(error);
+        this.scheduleReconnect();
+      });
+    }, delayMs);
+    this.reconnectTimer.unref();
   }
 
   /** Reads what is new now (one read at a time; a request during a read runs once more after it). */
@@ -65,7 +170,7 @@ export class PairChangeFeed {
       return;
     }
     this.reading = this.readNew()
-      .catch((error: unknown) => this.onError(error))
+      .catch((error: unknown) => this.listener.error(error))
       .finally(() => {
         this.reading = undefined;
         if (this.again) {
@@ -82,33 +187,57 @@ export class PairChangeFeed {
 
   private async readNew(): Promise<void> {
     for (;;) {
-      // Whole change numbers only: up to the number of the 5,000th new row, with every row it has.
-      const rows = await this.sql<ChangeRow[]>`
-        SELECT change_seq, watcher_key, target_agent_id, target_key FROM pair_changes
-        WHERE change_seq > ${this.lastSeq} AND change_seq <= (
-          SELECT max(change_seq) FROM (
-            SELECT change_seq FROM pair_changes WHERE change_seq > ${this.lastSeq} ORDER BY change_seq LIMIT ${catchUpRows}
-          ) AS next
-        )
-        ORDER BY change_seq`;
-      if (rows.length === 0 || this.stopped) return;
+      // Whole change numbers only: up to the number of the 5,000th new row, with every row it has; and the
+      // clock's number in the same snapshot, which tells whether any number below it is missing.
+      const rows = await this.db.query<ChangeRow>(sql`
+        SELECT c.change_seq AS head, p.change_seq, p.watcher_key, p.target_agent_id, p.target_key
+        FROM clock AS c LEFT JOIN LATERAL (
+          SELECT change_seq, watcher_key, target_agent_id, target_key FROM pair_changes
+          WHERE change_seq > ${this.lastSeq} AND change_seq <= (
+            SELECT max(change_seq) FROM (
+              SELECT change_seq FROM pair_changes WHERE change_seq > ${this.lastSeq} ORDER BY change_seq LIMIT ${catchUpRows}
+            ) AS next
+          )
+        ) AS p ON true
+        WHERE c.id = 1
+        ORDER BY p.change_seq`);
+      if (this.stopped || rows.length === 0) return;
+      const head = rows[0]!.head;
+      const first = rows[0]!.change_seq;
+      const gap = (first === null && head > this.lastSeq) || (first !== null && first > this.lastSeq + 1);
       const changes: PairChange[] = [];
+      let skipping: number | undefined;
+      let read = this.lastSeq;
       for (const row of rows) {
-        if (this.own.has(row.change_seq)) continue;
+        if (row.change_seq === null) continue;
+        if (row.change_seq !== read) {
+          read = row.change_seq;
+          const own = this.own.get(read);
+          skipping = own !== undefined && (await own) ? read : undefined;
+        }
+        if (skipping === read) continue;
         changes.push({ watcherKey: row.watcher_key, target: { agentId: row.target_agent_id, key: row.target_key } });
       }
-      this.lastSeq = rows.at(-1)!.change_seq;
-      for (const seq of this.own) if (seq <= this.lastSeq) this.own.delete(seq);
-      this.announce(changes);
+      this.lastSeq = gap && first === null ? head : read;
+      for (const seq of this.own.keys()) if (seq <= this.lastSeq) this.own.delete(seq);
+      if (gap) this.listener.gap();
+      if (changes.length > 0) this.listener.changes(changes);
       if (rows.length < catchUpRows) return;
     }
   }
 
-  /** Stops listening and reading. */
-  async stop(): Promise<void> {
+  /**
+   * Stops listening and reading at once and closes the listening connection; resolves when a read in
+   * progress is over (its result is dropped).
+   */
+  stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) clearInterval(this.timer);
-    await this.settled();
-    await this.unlisten?.().catch(() => undefined);
+    clearInterval(this.pollTimer);
+    clearTimeout(this.pingTimer);
+    clearTimeout(this.reconnectTimer);
+    const client = this.client;
+    this.client = undefined;
+    if (client !== undefined) destroyClient(client);
+    return this.settled();
   }
 }

@@ -1,4 +1,4 @@
-import type { Sql } from "postgres";
+import type pg from "pg";
 
 /**
  * The PostgreSQL schema (SPEC §11), one entry per version: entry i takes a schema from version i to
@@ -141,26 +141,32 @@ export function isValidSchemaName(name: string): boolean {
 /**
  * Creates the schema if missing and brings it to the newest version, in one transaction under an
  * advisory lock named after the schema, so replicas starting together do not race: the first migrates,
- * the others wait and then find it done. Throws `NewerSchemaError` for a schema this program does not know.
+ * the others wait and then find it done. Throws `NewerSchemaError` for a schema this program does not
+ * know. `client` is a connection of its own (not pipelined): a migration is several statements a step.
  */
-export async function migratePostgres(sql: Sql, schema: string): Promise<{ from: number; to: number }> {
+export async function migratePostgres(client: pg.ClientBase, schema: string): Promise<{ from: number; to: number }> {
   if (!isValidSchemaName(schema)) throw new Error(`invalid schema name ${JSON.stringify(schema)}`);
-  return sql.begin(async (tx) => {
-    await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`sessionstate schema ${schema}`}, 0))`;
-    await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-    await tx.unsafe(`CREATE TABLE IF NOT EXISTS "${schema}".schema_version (id int4 PRIMARY KEY CHECK (id = 1), version int4 NOT NULL)`);
-    const [row] = await tx.unsafe<{ version: number }[]>(`SELECT version FROM "${schema}".schema_version WHERE id = 1`);
-    const from = row?.version ?? 0;
+  await client.query("BEGIN");
+  try {
+    await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`sessionstate schema ${schema}`]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    await client.query(`CREATE TABLE IF NOT EXISTS "${schema}".schema_version (id int4 PRIMARY KEY CHECK (id = 1), version int4 NOT NULL)`);
+    const { rows } = await client.query<{ version: number }>(`SELECT version FROM "${schema}".schema_version WHERE id = 1`);
+    const from = rows[0]?.version ?? 0;
     const known = postgresMigrations.length;
     if (from > known) throw new NewerSchemaError(schema, from, known);
     if (from < known) {
-      await tx.unsafe(`SET LOCAL search_path TO "${schema}"`);
-      for (const step of postgresMigrations.slice(from)) await tx.unsafe(step);
-      await tx.unsafe(
+      await client.query(`SET LOCAL search_path TO "${schema}"`);
+      for (const step of postgresMigrations.slice(from)) await client.query(step);
+      await client.query(
         `INSERT INTO "${schema}".schema_version (id, version) VALUES (1, ${known})
          ON CONFLICT (id) DO UPDATE SET version = excluded.version`,
       );
     }
+    await client.query("COMMIT");
     return { from, to: known };
-  });
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
 }

@@ -1,4 +1,4 @@
-import type { Sql, TransactionSql } from "postgres";
+import { performance } from "node:perf_hooks";
 import type { EventEncoder, StoredEvent } from "../domain/event.js";
 import type {
   AckInput,
@@ -32,8 +32,11 @@ import {
 } from "../domain/write-rules.js";
 import type { Durability } from "./open-database.js";
 import type { WriteResult } from "./group-commit.js";
-import { connectPostgres } from "./postgres-connection.js";
+import { settleWithin } from "../settle-within.js";
+import { rawSql, sql, type SqlQuery } from "./pg-sql.js";
+import { PostgresDatabase, type PgDeadlines, type PgTransaction } from "./postgres-database.js";
 import { PairChangeFeed } from "./postgres-feed.js";
+import { StorageTracker, type StorageObserver } from "./storage-tracker.js";
 import { migratePostgres } from "./postgres-schema.js";
 import type { PostgresTarget } from "./postgres-url.js";
 import { PgGroupCommit, targetKeyOf, type PgWriteContext, type Prefetched, type WriteHints } from "./postgres-writes.js";
@@ -68,6 +71,10 @@ export interface PostgresStoreOptions {
   nowMs: () => number;
   /** Told when a read of other replicas' changes fails (it is tried again on the next wake-up or tick). */
   onFeedError?: (error: unknown) => void;
+  /** Deadlines of round trips to the database (tests shorten them). */
+  deadlines?: PgDeadlines;
+  /** Hears of writes refused for lack of space (a full disk or tablespace, a quota), and of space again. */
+  storage?: StorageObserver;
 }
 
 const eventColumns = `e.sequence, h.agent_id, h.session_key, e.kind, e.actor_type, e.actor_id, e.run_id, e.summary,
@@ -83,25 +90,35 @@ const eventColumns = `e.sequence, h.agent_id, h.session_key, e.kind, e.actor_typ
  */
 export class PostgresStore implements Store {
   private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
+  private readonly gapListeners = new Set<() => void>();
+  private readonly db: PostgresDatabase;
   private readonly writes: PgGroupCommit;
-  private readonly feed: PairChangeFeed;
+  private readonly channel: string;
+  /** Listening to other replicas' changes: from `start()` on. */
+  private feed: PairChangeFeed | undefined;
 
-  private constructor(
-    private readonly sql: Sql,
-    private readonly options: PostgresStoreOptions,
-    firstChangeSeq: number,
-  ) {
-    const channel = `sessionstate_${options.schema}`;
-    this.feed = new PairChangeFeed(sql, channel, firstChangeSeq, (changes) => this.announce(changes), options.onFeedError);
+  /**
+   * A store that has not talked to the database yet: `start()` connects (and may be tried again until it
+   * succeeds); `open()` does both. Nothing may be asked of it before `start()` has resolved.
+   */
+  constructor(private readonly options: PostgresStoreOptions) {
+    this.db = new PostgresDatabase({
+      target: options.target,
+      schema: options.schema,
+      durability: options.durability,
+      ...(options.deadlines === undefined ? {} : { deadlines: options.deadlines }),
+    });
+    this.channel = `sessionstate_${options.schema}`;
     this.writes = new PgGroupCommit(
-      sql,
-      channel,
-      (changes, changeSeq) => {
-        this.feed.markOwn(changeSeq);
-        this.announce(changes);
+      this.db,
+      this.channel,
+      {
+        reserve: (changeSeq) => this.feed?.reserveOwn(changeSeq) ?? (() => undefined),
+        announce: (changes) => this.announce(changes),
       },
       options.nowMs,
       (tx, hints) => this.prefetch(tx, hints),
+      new StorageTracker(options.storage),
     );
   }
 
@@ -109,22 +126,22 @@ export class PostgresStore implements Store {
    * Reads, in two statements sent at once, every event holding a hinted dedupe key and every cursor on
    * a hinted target: what the batch's appends decide with, without a round trip each under the lock.
    */
-  private async prefetch(tx: TransactionSql, hints: readonly WriteHints[]): Promise<Prefetched> {
+  private async prefetch(tx: PgTransaction, hints: readonly WriteHints[]): Promise<Prefetched> {
     const dedupeKeys = new Set(hints.flatMap((hint) => hint.dedupeKeys ?? []));
     const targets = new Map(hints.flatMap((hint) => hint.targets ?? []).map((target) => [targetKeyOf(target), target]));
     const events =
       dedupeKeys.size === 0
         ? Promise.resolve([])
-        : tx<(EventRow & { state_version: number; dedupe_key: string })[]>`
-            SELECT ${tx.unsafe(eventColumns)}, h.state_version, e.dedupe_key
-            FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ANY (${[...dedupeKeys]}::text[])`.execute();
+        : tx.query<EventRow & { state_version: number; dedupe_key: string }>(sql`
+            SELECT ${rawSql(eventColumns)}, h.state_version, e.dedupe_key
+            FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ANY (${[...dedupeKeys]}::text[])`);
     const cursors =
       targets.size === 0
         ? Promise.resolve([])
-        : tx<CursorRow[]>`
+        : tx.query<CursorRow>(sql`
             SELECT c.* FROM cursors AS c
             JOIN unnest(${[...targets.values()].map((t) => t.agentId)}::text[], ${[...targets.values()].map((t) => t.key)}::text[]) AS t (a, k)
-              ON c.target_agent_id = t.a AND c.target_key = t.k`.execute();
+              ON c.target_agent_id = t.a AND c.target_key = t.k`);
     // Both are under way: awaited together, so a failed transaction never leaves one rejection unhandled.
     const [eventRows, cursorRows] = await Promise.all([events, cursors]);
     const prefetched: Prefetched = {
@@ -144,17 +161,50 @@ export class PostgresStore implements Store {
 
   /** Connects, creates or migrates the schema, and starts listening for other replicas' changes. Close it. */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
-    const sql = connectPostgres(options.target, options.schema, options.durability);
+    const store = new PostgresStore(options);
     try {
-      await migratePostgres(sql, options.schema);
-      const [clock] = await sql<{ change_seq: number }[]>`SELECT change_seq FROM clock WHERE id = 1`;
-      const store = new PostgresStore(sql, options, clock!.change_seq);
-      await store.feed.start();
+      await store.start();
       return store;
     } catch (error) {
-      await sql.end({ timeout: 1 });
+      await store.close();
       throw error;
     }
+  }
+
+  /**
+   * Creates or migrates the schema and starts listening for other replicas' changes. Throws when the
+   * database cannot be reached (then it may be called again) or the schema is newer than this program.
+   */
+  async start(): Promise<void> {
+    if (this.feed !== undefined) return;
+    const client = await this.db.connectClient("migration");
+    const swallow = (): void => undefined;
+    client.on("error", swallow);
+    try {
+      await migratePostgres(client, this.options.schema);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+    const [clock] = await this.db.query<{ change_seq: number }>(sql`SELECT change_seq FROM clock WHERE id = 1`);
+    const feed = new PairChangeFeed(this.db, this.channel, clock!.change_seq, {
+      changes: (changes) => this.announce(changes),
+      gap: () => {
+        for (const listener of this.gapListeners) listener();
+      },
+      error: (error) => this.options.onFeedError?.(error),
+    });
+    await feed.start();
+    this.feed = feed;
+  }
+
+  /** True while the database answers round trips (SPEC §11: health follows it). */
+  get isReachable(): boolean {
+    return this.db.isReachable;
+  }
+
+  /** Calls `listener` with false when the database stops answering and with true when it answers again. */
+  onReachabilityChange(listener: (reachable: boolean) => void): () => void {
+    return this.db.onReachabilityChange(listener);
   }
 
   private announce(changes: readonly PairChange[]): void {
@@ -167,6 +217,11 @@ export class PostgresStore implements Store {
     return () => this.listeners.delete(listener);
   }
 
+  onFeedGap(listener: () => void): () => void {
+    this.gapListeners.add(listener);
+    return () => this.gapListeners.delete(listener);
+  }
+
   /** Runs one write, group-committed with whatever else is queued (it names no rows to read up front). */
   private runWrite<T>(write: (ctx: PgWriteContext) => Promise<WriteResult<T>>): Promise<T> {
     return this.writes.enqueue(write);
@@ -175,8 +230,8 @@ export class PostgresStore implements Store {
   // ---- reads and writes of rows, inside a write transaction ----
 
   private async cursor(ctx: PgWriteContext, watcherKey: string, target: SessionId): Promise<CursorRecord | undefined> {
-    const [row] = await ctx.tx<CursorRow[]>`
-      SELECT * FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`;
+    const [row] = await ctx.tx.query<CursorRow>(sql`
+      SELECT * FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`);
     return row === undefined ? undefined : cursorFromRow(row);
   }
 
@@ -185,21 +240,21 @@ export class PostgresStore implements Store {
   }
 
   private async versionOf(ctx: PgWriteContext, session: SessionId): Promise<number> {
-    const [row] = await ctx.tx<{ state_version: number }[]>`
-      SELECT state_version FROM heads WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`;
+    const [row] = await ctx.tx.query<{ state_version: number }>(sql`
+      SELECT state_version FROM heads WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
     return row?.state_version ?? 0;
   }
 
   private async linkIn(ctx: PgWriteContext, session: SessionId): Promise<LinkRecord | undefined> {
-    const [row] = await ctx.tx<LinkRow[]>`
-      SELECT * FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`;
+    const [row] = await ctx.tx.query<LinkRow>(sql`
+      SELECT * FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
     return row === undefined ? undefined : linkFromRow(row);
   }
 
   private removeLink(ctx: PgWriteContext, session: SessionId): Promise<boolean> {
-    return ctx.tx`DELETE FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`.then(
-      (result) => result.count > 0,
-    );
+    return ctx.tx
+      .send(sql`DELETE FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`)
+      .then((result) => (result.rowCount ?? 0) > 0);
   }
 
   /**
@@ -211,10 +266,9 @@ export class PostgresStore implements Store {
     if (input.dedupeKey !== undefined) {
       let found = ctx.dedupedEvent(input.dedupeKey);
       if (found === undefined) {
-        const tx = ctx.tx;
-        const [row] = await tx<(EventRow & { state_version: number })[]>`
-          SELECT ${tx.unsafe(eventColumns)}, h.state_version
-          FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ${input.dedupeKey}`;
+        const [row] = await ctx.tx.query<EventRow & { state_version: number }>(sql`
+          SELECT ${rawSql(eventColumns)}, h.state_version
+          FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ${input.dedupeKey}`);
         found = row === undefined ? null : { event: eventFromRow(row), stateVersion: row.state_version };
       }
       if (found !== null) {
@@ -228,8 +282,8 @@ export class PostgresStore implements Store {
     const cursorsOnTarget = appendNeedsTargetCursors(input)
       ? (ctx.cursorsOn(input.session)?.slice() ??
         (
-          await ctx.tx<CursorRow[]>`
-            SELECT * FROM cursors WHERE target_agent_id = ${input.session.agentId} AND target_key = ${input.session.key}`
+          await ctx.tx.query<CursorRow>(sql`
+            SELECT * FROM cursors WHERE target_agent_id = ${input.session.agentId} AND target_key = ${input.session.key}`)
         ).map(cursorFromRow))
       : [];
     if (isAppendGated(input, cursorsOnTarget)) {
@@ -261,9 +315,7 @@ export class PostgresStore implements Store {
     // Past 2^53 (Infinity from the service) is past every head: ask for no events.
     const after = changesSince === undefined || !Number.isSafeInteger(changesSince) ? Number.MAX_SAFE_INTEGER : changesSince;
     // The events as one row, as SQLite reads them (store/rows: eventsFromConcatenation).
-    const [head] = await this.sql<
-      { state_version: number; pruned_through: number; earliest: number; lengths: string | null; bytes: Uint8Array | null }[]
-    >`
+    const [head] = await this.db.query<{ state_version: number; pruned_through: number; earliest: number; lengths: string | null; bytes: Uint8Array | null }>(sql`
       SELECT h.state_version, h.pruned_through,
         coalesce((SELECT min(sequence) FROM events AS m WHERE m.session_id = h.session_id), 0) AS earliest,
         e.lengths, e.bytes
@@ -276,7 +328,7 @@ export class PostgresStore implements Store {
           WHERE x.session_id = h.session_id AND x.sequence > ${after} ORDER BY x.sequence LIMIT ${limit + 1}
         ) AS page
       ) AS e
-      WHERE h.agent_id = ${session.agentId} AND h.session_key = ${session.key}`;
+      WHERE h.agent_id = ${session.agentId} AND h.session_key = ${session.key}`);
     const stateVersion = head?.state_version ?? 0;
     if (changesSince === undefined || changesSince > stateVersion) return { stateVersion };
     if (head === undefined) return { stateVersion, changes: { events: [], truncated: false, historyGap: false, earliestAvailableSequence: 0 } };
@@ -290,27 +342,27 @@ export class PostgresStore implements Store {
   }
 
   async listSessions(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<SessionHead[]> {
-    const hasUpstream = this.sql`EXISTS (SELECT 1 FROM upstream_links AS l WHERE l.agent_id = heads.agent_id AND l.session_key = heads.session_key)`;
+    const hasUpstream = sql`EXISTS (SELECT 1 FROM upstream_links AS l WHERE l.agent_id = heads.agent_id AND l.session_key = heads.session_key)`;
     const rows =
       filter.agentId === undefined
-        ? await this.sql<HeadRow[]>`
+        ? await this.db.query<HeadRow>(sql`
             SELECT agent_id, session_key, state_version, pruned_through, updated_at_ms, ${hasUpstream} AS has_upstream
             FROM heads WHERE (agent_id, session_key) > (${filter.after?.agentId ?? ""}, ${filter.after?.key ?? ""})
-            ORDER BY agent_id, session_key LIMIT ${filter.limit}`
-        : await this.sql<HeadRow[]>`
+            ORDER BY agent_id, session_key LIMIT ${filter.limit}`)
+        : await this.db.query<HeadRow>(sql`
             SELECT agent_id, session_key, state_version, pruned_through, updated_at_ms, ${hasUpstream} AS has_upstream
             FROM heads WHERE agent_id = ${filter.agentId}
               AND session_key > ${filter.after !== undefined && filter.after.agentId === filter.agentId ? filter.after.key : ""}
-            ORDER BY session_key LIMIT ${filter.limit}`;
+            ORDER BY session_key LIMIT ${filter.limit}`);
     return rows.map(headFromRow);
   }
 
   async getStateVersions(sessions: readonly SessionId[]): Promise<(number | undefined)[]> {
     if (sessions.length === 0) return [];
-    const rows = await this.sql<{ i: number; state_version: number }[]>`
+    const rows = await this.db.query<{ i: number; state_version: number }>(sql`
       SELECT t.i, h.state_version
       FROM unnest(${sessions.map((s) => s.agentId)}::text[], ${sessions.map((s) => s.key)}::text[]) WITH ORDINALITY AS t (a, k, i)
-      JOIN heads AS h ON h.agent_id = t.a AND h.session_key = t.k`;
+      JOIN heads AS h ON h.agent_id = t.a AND h.session_key = t.k`);
     const versions: (number | undefined)[] = sessions.map(() => undefined);
     for (const row of rows) versions[row.i - 1] = row.state_version;
     return versions;
@@ -320,21 +372,21 @@ export class PostgresStore implements Store {
     return this.runWrite(async (ctx) => {
       ctx.forgetPrefetched();
       const { tx } = ctx;
-      const [{ count: eventsRemoved }] = (await tx<{ count: number }[]>`
+      const [{ count: eventsRemoved }] = (await tx.query<{ count: number }>(sql`
         WITH gone AS (
           DELETE FROM events WHERE session_id =
             (SELECT session_id FROM heads WHERE agent_id = ${session.agentId} AND session_key = ${session.key})
           RETURNING 1
-        ) SELECT count(*)::int8 AS count FROM gone`) as unknown as [{ count: number }];
-      ctx.send(tx`DELETE FROM heads WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+        ) SELECT count(*)::int8 AS count FROM gone`)) as unknown as [{ count: number }];
+      ctx.send(sql`DELETE FROM heads WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
       const removed = (
-        await tx<CursorRow[]>`
+        await tx.query<CursorRow>(sql`
           DELETE FROM cursors WHERE (target_agent_id = ${session.agentId} AND target_key = ${session.key})
             OR (${isWatcherOf(session.key, session)} AND watcher_key = ${session.key})
-          RETURNING *`
+          RETURNING *`)
       ).map(cursorFromRow);
-      ctx.send(tx`DELETE FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
-      ctx.send(tx`DELETE FROM own_texts WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      ctx.send(sql`DELETE FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      ctx.send(sql`DELETE FROM own_texts WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
       const linkRemoved = await this.removeLink(ctx, session);
       return { value: { eventsRemoved, cursorsRemoved: removed.length, linkRemoved }, changes: pairChangesOfRemoved(removed) };
     });
@@ -354,9 +406,9 @@ export class PostgresStore implements Store {
     return this.runWrite(async (ctx) => {
       ctx.forgetPrefetched();
       const removed = (
-        await ctx.tx<CursorRow[]>`
+        await ctx.tx.query<CursorRow>(sql`
           DELETE FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}
-          RETURNING *`
+          RETURNING *`)
       ).map(cursorFromRow);
       return { value: removed.length > 0, changes: pairChangesOfRemoved(removed) };
     });
@@ -365,32 +417,32 @@ export class PostgresStore implements Store {
   async listWatches(filter: Parameters<Store["listWatches"]>[0]): Promise<CursorRecord[]> {
     const [w, a, k] = filter.after ?? ["", "", ""];
     const { watcherKey, target } = filter;
-    const rows = await this.sql<CursorRow[]>`
+    const rows = await this.db.query<CursorRow>(sql`
       SELECT * FROM cursors
       WHERE (watcher_key, target_agent_id, target_key) > (${w}, ${a}, ${k})
-        ${watcherKey === undefined ? this.sql`` : this.sql`AND watcher_key = ${watcherKey}`}
-        ${target === undefined ? this.sql`` : this.sql`AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`}
-      ORDER BY watcher_key, target_agent_id, target_key LIMIT ${filter.limit}`;
+        ${watcherKey === undefined ? sql`` : sql`AND watcher_key = ${watcherKey}`}
+        ${target === undefined ? sql`` : sql`AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`}
+      ORDER BY watcher_key, target_agent_id, target_key LIMIT ${filter.limit}`);
     return rows.map(cursorFromRow);
   }
 
   resetWatcher(watcherKey: string): Promise<number> {
     return this.runWrite(async (ctx) => {
       ctx.forgetPrefetched();
-      const removed = (await ctx.tx<CursorRow[]>`DELETE FROM cursors WHERE watcher_key = ${watcherKey} RETURNING *`).map(cursorFromRow);
+      const removed = (await ctx.tx.query<CursorRow>(sql`DELETE FROM cursors WHERE watcher_key = ${watcherKey} RETURNING *`)).map(cursorFromRow);
       return { value: removed.length, changes: pairChangesOfRemoved(removed) };
     });
   }
 
   async getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined> {
-    const [row] = await this.sql<CursorRow[]>`
-      SELECT * FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`;
+    const [row] = await this.db.query<CursorRow>(sql`
+      SELECT * FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`);
     return row === undefined ? undefined : cursorFromRow(row);
   }
 
   async pendingCursors(watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]> {
     if (watcherKeys.length === 0 && prefixes.length === 0) return [];
-    const rows = await this.sql<CursorRow[]>`
+    const rows = await this.db.query<CursorRow>(sql`
       SELECT c.* FROM cursors AS c
       WHERE c.notified > c.acked AND (
         c.watcher_key = ANY (${[...watcherKeys]}::text[])
@@ -399,7 +451,7 @@ export class PostgresStore implements Store {
           WHERE c.watcher_key >= p.prefix AND c.watcher_key < p.prefix || ${topCharacter}
         )
       )
-      ORDER BY c.watcher_key, c.target_agent_id, c.target_key`;
+      ORDER BY c.watcher_key, c.target_agent_id, c.target_key`);
     return rows.map(cursorFromRow);
   }
 
@@ -413,11 +465,11 @@ export class PostgresStore implements Store {
           for (const cursor of ctx.cursorsOn(ack.target)!) pairs.set(pairKeyOf(cursor.watcherKey, cursor.target), cursor);
         }
       } else if (acks.length > 0) {
-        const rows = await ctx.tx<CursorRow[]>`
+        const rows = await ctx.tx.query<CursorRow>(sql`
           SELECT c.* FROM cursors AS c
           JOIN unnest(${acks.map((a) => a.watcherKey)}::text[], ${acks.map((a) => a.target.agentId)}::text[],
                       ${acks.map((a) => a.target.key)}::text[]) AS t (w, a, k)
-            ON c.watcher_key = t.w AND c.target_agent_id = t.a AND c.target_key = t.k`;
+            ON c.watcher_key = t.w AND c.target_agent_id = t.a AND c.target_key = t.k`);
         for (const row of rows) {
           const cursor = cursorFromRow(row);
           pairs.set(pairKeyOf(cursor.watcherKey, cursor.target), cursor);
@@ -438,7 +490,7 @@ export class PostgresStore implements Store {
       const link = linkOfAdoption(await this.linkIn(ctx, input.link.session), input.link);
       // A local transcript is a file on this replica's host: only this node id scans it.
       const nodeId = link.source.startsWith("file:") ? this.options.nodeId : null;
-      ctx.send(ctx.tx`
+      ctx.send(sql`
         INSERT INTO upstream_links (agent_id, session_key, catalog_id, host_id, thread_id, source, marker, missed_checks,
           last_scanned_at_ms, updated_at_ms, node_id)
         VALUES (${link.session.agentId}, ${link.session.key}, ${link.catalogId}, ${link.hostId}, ${link.threadId}, ${link.source},
@@ -452,31 +504,31 @@ export class PostgresStore implements Store {
   }
 
   async getLink(session: SessionId): Promise<LinkRecord | undefined> {
-    const [row] = await this.sql<LinkRow[]>`
-      SELECT * FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`;
+    const [row] = await this.db.query<LinkRow>(sql`
+      SELECT * FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
     return row === undefined ? undefined : linkFromRow(row);
   }
 
   async listLinks(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<LinkRecord[]> {
     const rows =
       filter.agentId === undefined
-        ? await this.sql<LinkRow[]>`
+        ? await this.db.query<LinkRow>(sql`
             SELECT * FROM upstream_links WHERE (agent_id, session_key) > (${filter.after?.agentId ?? ""}, ${filter.after?.key ?? ""})
-            ORDER BY agent_id, session_key LIMIT ${filter.limit}`
-        : await this.sql<LinkRow[]>`
+            ORDER BY agent_id, session_key LIMIT ${filter.limit}`)
+        : await this.db.query<LinkRow>(sql`
             SELECT * FROM upstream_links WHERE agent_id = ${filter.agentId}
               AND session_key > ${filter.after !== undefined && filter.after.agentId === filter.agentId ? filter.after.key : ""}
-            ORDER BY session_key LIMIT ${filter.limit}`;
+            ORDER BY session_key LIMIT ${filter.limit}`);
     return rows.map(linkFromRow);
   }
 
   /** Watched links that this replica may scan: paired-node links, and local transcripts adopted on this node id. */
   async watchedLinks(): Promise<LinkRecord[]> {
-    const rows = await this.sql<LinkRow[]>`
+    const rows = await this.db.query<LinkRow>(sql`
       SELECT * FROM upstream_links AS l
       WHERE (l.node_id IS NULL OR l.node_id = ${this.options.nodeId})
         AND EXISTS (SELECT 1 FROM cursors AS c WHERE c.target_agent_id = l.agent_id AND c.target_key = l.session_key)
-      ORDER BY agent_id, session_key`;
+      ORDER BY agent_id, session_key`);
     return rows.map(linkFromRow);
   }
 
@@ -486,7 +538,7 @@ export class PostgresStore implements Store {
       const appended = commit.event === undefined ? undefined : await this.appendIn(ctx, commit.event);
       if (commit.removeLink === true) await this.removeLink(ctx, scanned.session);
       else {
-        ctx.send(ctx.tx`
+        ctx.send(sql`
           UPDATE upstream_links SET marker = ${commit.marker}, missed_checks = ${commit.missedChecks}, last_scanned_at_ms = ${commit.nowMs}
           WHERE agent_id = ${scanned.session.agentId} AND session_key = ${scanned.session.key}`);
       }
@@ -498,10 +550,10 @@ export class PostgresStore implements Store {
 
   setRunActive(session: SessionId, active: boolean, nowMs: number): Promise<void> {
     return this.runWrite(async (ctx) => {
-      const [row] = await ctx.tx<RunFlagRow[]>`
-        SELECT active, starts, refreshed_at_ms FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`;
+      const [row] = await ctx.tx.query<RunFlagRow>(sql`
+        SELECT active, starts, refreshed_at_ms FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
       const flag = runFlagAfter(row === undefined ? undefined : runFlagFromRow(row), active, nowMs);
-      ctx.send(ctx.tx`
+      ctx.send(sql`
         INSERT INTO run_flags (agent_id, session_key, active, starts, refreshed_at_ms)
         VALUES (${session.agentId}, ${session.key}, ${flag.active}, ${flag.starts}, ${flag.refreshedAtMs})
         ON CONFLICT (agent_id, session_key) DO UPDATE
@@ -511,32 +563,32 @@ export class PostgresStore implements Store {
   }
 
   async runFlag(session: SessionId): Promise<RunFlag | undefined> {
-    const [row] = await this.sql<RunFlagRow[]>`
-      SELECT active, starts, refreshed_at_ms FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`;
+    const [row] = await this.db.query<RunFlagRow>(sql`
+      SELECT active, starts, refreshed_at_ms FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
     return row === undefined ? undefined : runFlagFromRow(row);
   }
 
   recordOwnText(session: SessionId, digest: string, keep: number): Promise<void> {
     return this.runWrite(async (ctx) => {
-      const [{ position }] = (await ctx.tx<{ position: number }[]>`
+      const [{ position }] = (await ctx.tx.query<{ position: number }>(sql`
         SELECT coalesce(max(position), 0) + 1 AS position FROM own_texts
-        WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`) as unknown as [{ position: number }];
-      ctx.send(ctx.tx`
+        WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`)) as unknown as [{ position: number }];
+      ctx.send(sql`
         INSERT INTO own_texts (agent_id, session_key, position, digest) VALUES (${session.agentId}, ${session.key}, ${position}, ${digest})`);
-      ctx.send(ctx.tx`
+      ctx.send(sql`
         DELETE FROM own_texts WHERE agent_id = ${session.agentId} AND session_key = ${session.key} AND position <= ${position - keep}`);
       return { value: undefined, changes: [] };
     });
   }
 
   async ownTextDigests(session: SessionId): Promise<string[]> {
-    const rows = await this.sql<{ digest: string }[]>`
-      SELECT digest FROM own_texts WHERE agent_id = ${session.agentId} AND session_key = ${session.key} ORDER BY position`;
+    const rows = await this.db.query<{ digest: string }>(sql`
+      SELECT digest FROM own_texts WHERE agent_id = ${session.agentId} AND session_key = ${session.key} ORDER BY position`);
     return rows.map((row) => row.digest);
   }
 
   async countPendingNotices(): Promise<number> {
-    const [row] = await this.sql<{ n: number }[]>`SELECT count(*)::int8 AS n FROM cursors WHERE notified > acked`;
+    const [row] = await this.db.query<{ n: number }>(sql`SELECT count(*)::int8 AS n FROM cursors WHERE notified > acked`);
     return row!.n;
   }
 
@@ -549,37 +601,37 @@ export class PostgresStore implements Store {
     return this.runWrite(async (ctx) => {
       ctx.forgetPrefetched();
       const { tx } = ctx;
-      const removeEvents = async (chosen: ReturnType<typeof tx>): Promise<number> => {
-        const [row] = await tx<{ n: number }[]>`
+      const removeEvents = async (chosen: SqlQuery): Promise<number> => {
+        const [row] = await tx.query<{ n: number }>(sql`
           WITH gone AS (DELETE FROM events WHERE sequence IN (${chosen}) RETURNING sequence, session_id),
           marks AS (SELECT session_id, max(sequence) AS through FROM gone GROUP BY session_id),
           raised AS (
             UPDATE heads SET pruned_through = greatest(heads.pruned_through, marks.through)
             FROM marks WHERE heads.session_id = marks.session_id RETURNING 1
           )
-          SELECT count(*)::int8 AS n FROM gone`;
+          SELECT count(*)::int8 AS n FROM gone`);
         return row!.n;
       };
       let eventsRemoved = await removeEvents(
-        tx`SELECT sequence FROM events WHERE occurred_at_ms < ${policy.cutoffMs} LIMIT ${policy.maxRowsPerStep}`,
+        sql`SELECT sequence FROM events WHERE occurred_at_ms < ${policy.cutoffMs} LIMIT ${policy.maxRowsPerStep}`,
       );
       if (eventsRemoved < policy.maxRowsPerStep) {
-        const [count] = await tx<{ n: number }[]>`SELECT count(*)::int8 AS n FROM events`;
+        const [count] = await tx.query<{ n: number }>(sql`SELECT count(*)::int8 AS n FROM events`);
         const excess = count!.n - policy.maxEvents;
         if (excess > 0) {
           eventsRemoved += await removeEvents(
-            tx`SELECT sequence FROM events ORDER BY sequence LIMIT ${Math.min(excess, policy.maxRowsPerStep - eventsRemoved)}`,
+            sql`SELECT sequence FROM events ORDER BY sequence LIMIT ${Math.min(excess, policy.maxRowsPerStep - eventsRemoved)}`,
           );
         }
       }
       const removed = (
-        await tx<CursorRow[]>`
+        await tx.query<CursorRow>(sql`
           DELETE FROM cursors WHERE (watcher_key, target_agent_id, target_key) IN (
             SELECT watcher_key, target_agent_id, target_key FROM cursors
             WHERE updated_at_ms < ${policy.cutoffMs} LIMIT ${Math.max(0, policy.maxRowsPerStep - eventsRemoved)}
-          ) RETURNING *`
+          ) RETURNING *`)
       ).map(cursorFromRow);
-      ctx.send(tx`DELETE FROM pair_changes WHERE at_ms < ${this.options.nowMs() - pairChangesKeptMs}`);
+      ctx.send(sql`DELETE FROM pair_changes WHERE at_ms < ${this.options.nowMs() - pairChangesKeptMs}`);
       const value = { eventsRemoved, cursorsRemoved: removed.length, done: eventsRemoved + removed.length < policy.maxRowsPerStep };
       return { value, changes: pairChangesOfRemoved(removed) };
     });
@@ -590,49 +642,46 @@ export class PostgresStore implements Store {
    * `holder` holds it. A lease whose holder stopped renewing it passes to the next replica that asks.
    */
   async tryLease(job: string, holder: string, ttlMs: number): Promise<boolean> {
-    const rows = await this.sql`
+    const rows = await this.db.query(sql`
       INSERT INTO leases (job, holder, epoch, expires_at) VALUES (${job}, ${holder}, 1, now() + ${ttlMs} * interval '1 millisecond')
       ON CONFLICT (job) DO UPDATE
       SET holder = excluded.holder, expires_at = excluded.expires_at,
           epoch = leases.epoch + CASE WHEN leases.holder = excluded.holder THEN 0 ELSE 1 END
       WHERE leases.holder = excluded.holder OR leases.expires_at < now()
-      RETURNING epoch`;
+      RETURNING epoch`);
     return rows.length > 0;
   }
 
   /** The size of the schema's tables and indexes, as `db`. */
   async databaseBytes(): Promise<[string, number][]> {
-    const [row] = await this.sql<{ bytes: number }[]>`
+    const [row] = await this.db.query<{ bytes: number }>(sql`
       SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::int8 AS bytes
       FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
-      WHERE n.nspname = ${this.options.schema} AND c.relkind = 'r'`;
+      WHERE n.nspname = ${this.options.schema} AND c.relkind = 'r'`);
     return [["db", row!.bytes]];
   }
 
   /** Gives up every lease `holder` holds, so another replica may take its jobs at once (graceful stop). */
   async releaseLeases(holder: string): Promise<void> {
-    await this.sql`DELETE FROM leases WHERE holder = ${holder}`;
+    await this.db.query(sql`DELETE FROM leases WHERE holder = ${holder}`);
   }
 
-  /** True when the database answers a trivial query within `timeoutMs`. */
-  async isReachable(timeoutMs: number): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    });
-    try {
-      return await Promise.race([this.sql`SELECT 1`.then(() => true), timeout]);
-    } catch {
-      return false;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  async close(): Promise<void> {
-    await this.writes.idle();
-    await this.feed.stop();
+  /**
+   * Closes the store within about `timeoutMs` whatever the database does: writes in flight settle (each
+   * has the round-trip deadline, and none waits while the database is away), the feed stops, and every
+   * connection is ended, or destroyed if it does not end in time.
+   */
+  async close(timeoutMs = 2500): Promise<void> {
+    const stopByMs = performance.now() + timeoutMs;
+    const remainingMs = (): number => Math.max(0, stopByMs - performance.now());
+    // A database that does not answer gets no goodbye: its connections are destroyed at once, which fails
+    // whatever still waits on them. One that answers lets the writes in flight settle first.
+    const reachable = this.db.isReachable;
+    const closing = reachable ? undefined : this.db.close(0);
+    const feedStopped = this.feed?.stop();
+    await settleWithin(remainingMs(), Promise.all([this.writes.idle(), reachable ? feedStopped : undefined]));
     this.listeners.clear();
-    await this.sql.end({ timeout: 5 });
+    this.gapListeners.clear();
+    await (closing ?? this.db.close(remainingMs()));
   }
 }

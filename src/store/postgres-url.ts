@@ -18,6 +18,8 @@ export interface PostgresTarget {
   /** libpq's sslmode: disable (default), prefer, require, verify-ca, verify-full. */
   ssl: "disable" | "prefer" | "require" | "verify-ca" | "verify-full";
   applicationName?: string;
+  /** libpq's `connect_timeout` in ms (given in seconds; at least 2 s, as libpq has it); absent: the default. */
+  connectTimeoutMs?: number;
 }
 
 const sslModes = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] as const;
@@ -83,6 +85,13 @@ export function parsePostgresUrl(url: string): PostgresTarget {
   const user = username === undefined || username === "" ? (process.env.PGUSER ?? process.env.USER ?? "postgres") : username;
   const target: PostgresTarget = { port, database: database ?? user, username: user, ssl };
   if (password !== undefined) target.password = password;
+  const connectTimeout = params.get("connect_timeout");
+  if (connectTimeout !== null && connectTimeout !== "") {
+    const seconds = Number(connectTimeout);
+    if (!Number.isInteger(seconds)) throw new Error(`invalid connect_timeout ${JSON.stringify(connectTimeout)}: whole seconds`);
+    // As libpq: zero or less means the default here (libpq would wait for ever), and less than 2 means 2.
+    if (seconds > 0) target.connectTimeoutMs = Math.max(2, seconds) * 1000;
+  }
   const applicationName = params.get("application_name");
   if (applicationName !== null) target.applicationName = applicationName;
   const effectiveHost = host === undefined || host === "" ? "/var/run/postgresql" : host;

@@ -1,9 +1,12 @@
-import type { Sql, TransactionSql, PendingQuery, Row } from "postgres";
+import { performance } from "node:perf_hooks";
 import type { StoredEvent } from "../domain/event.js";
 import type { CursorRecord, PairChange } from "../domain/records.js";
 import type { SessionId } from "../domain/session-key.js";
 import { pairKeyOf } from "../domain/write-rules.js";
 import type { WriteResult } from "./group-commit.js";
+import { sql, type SqlQuery } from "./pg-sql.js";
+import { DatabaseUnreachableError, type PgTransaction, type PostgresDatabase } from "./postgres-database.js";
+import type { StorageTracker } from "./storage-tracker.js";
 
 /** The rows a write will read, named before the transaction so the batch reads them all at once. */
 export interface WriteHints {
@@ -48,20 +51,19 @@ interface DeferredEvent {
  * before it.
  */
 export class PgWriteContext {
-  private readonly sent: Promise<unknown>[] = [];
   /** The highest sequence this batch appended to each session. */
   private readonly appended = new Map<string, number>();
   private deferredEvents: DeferredEvent[] = [];
   private deferredCursors = new Map<string, CursorRecord>();
 
   constructor(
-    private readonly transaction: TransactionSql,
+    private readonly transaction: PgTransaction,
     private eventSeq: number,
     private prefetched: Prefetched = emptyPrefetch(),
   ) {}
 
   /** The transaction, for any statement: the rows held back so far are sent first. */
-  get tx(): TransactionSql {
+  get tx(): PgTransaction {
     this.flushDeferred();
     return this.transaction;
   }
@@ -78,13 +80,12 @@ export class PgWriteContext {
   }
 
   /** Sends what is held back: every event in one statement (heads first), every cursor row in another. */
-  private flushDeferred(): void {
-    const tx = this.transaction;
+  flushDeferred(): void {
     if (this.deferredEvents.length > 0) {
       const rows = this.deferredEvents;
       this.deferredEvents = [];
       const column = <T>(pick: (row: DeferredEvent) => T): T[] => rows.map(pick);
-      this.send(tx`
+      this.send(sql`
         WITH r AS (
           SELECT * FROM unnest(
             ${column((r) => r.event.sequence)}::int8[], ${column((r) => r.event.agentId)}::text[],
@@ -116,7 +117,7 @@ export class PgWriteContext {
       const cursors = [...this.deferredCursors.values()];
       this.deferredCursors = new Map();
       const column = <T>(pick: (c: CursorRecord) => T): T[] => cursors.map(pick);
-      this.send(tx`
+      this.send(sql`
         INSERT INTO cursors (watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
         SELECT * FROM unnest(${column((c) => c.watcherKey)}::text[], ${column((c) => c.target.agentId)}::text[],
           ${column((c) => c.target.key)}::text[], ${column((c) => c.acked)}::int8[], ${column((c) => c.notified)}::int8[],
@@ -179,18 +180,9 @@ export class PgWriteContext {
     return this.eventSeq;
   }
 
-  /** Sends a statement without waiting for it. */
-  send(query: PendingQuery<Row[]>): void {
-    const running = query.execute();
-    // Observed here so a failure never goes unhandled; awaited (and rethrown) by `settle`.
-    running.catch(() => undefined);
-    this.sent.push(running);
-  }
-
-  /** Sends what is held back and waits for every statement sent; throws the first failure. */
-  async settle(): Promise<void> {
-    this.flushDeferred();
-    await Promise.all(this.sent.splice(0));
+  /** Sends a statement without waiting for it: the transaction awaits it before it commits. */
+  send(query: SqlQuery): void {
+    void this.transaction.send(query);
   }
 }
 
@@ -202,11 +194,12 @@ function emptyPrefetch(): Prefetched {
 export type PgWrite<T> = (ctx: PgWriteContext) => Promise<WriteResult<T>>;
 
 /** Reads the hinted rows of a batch (statements sent, not awaited: they pipeline behind the lock). */
-export type Prefetch = (tx: TransactionSql, hints: readonly WriteHints[]) => Promise<Prefetched>;
+export type Prefetch = (tx: PgTransaction, hints: readonly WriteHints[]) => Promise<Prefetched>;
 
 interface QueuedWrite {
   write: PgWrite<unknown>;
   hints: WriteHints | undefined;
+  queuedAtMs: number;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -215,24 +208,40 @@ interface QueuedWrite {
 export const maxWritesPerTransaction = 200;
 
 /**
+ * How this replica's own commits meet its feed: a transaction that records pair changes reserves its
+ * change number before COMMIT is sent, and settles the reservation with whether it announced them itself.
+ */
+export interface OwnChanges {
+  /** Called under the clock lock, before COMMIT; call the function returned once the outcome is known. */
+  reserve(changeSeq: number): (announced: boolean) => void;
+  /** Pairs this replica committed, announced at once (the local fast path). */
+  announce(changes: readonly PairChange[]): void;
+}
+
+/**
  * Group commit on PostgreSQL (SPEC §11): writes queued in the same turn of the event loop share one
  * transaction that starts by locking the clock row, takes its sequences from it, records the pairs it
  * changed in `pair_changes` under one new change number, wakes every replica's listener with one
  * `pg_notify`, and updates the clock before COMMIT. So commit order is sequence order for every reader.
  * There is no savepoint per write: refusals are values decided by the domain rules, and should the
- * transaction fail anyway, each write is run again alone so one bad write never fails the others.
- * After a commit each write's promise settles and its pair changes go to `announce` (the local fast path).
+ * transaction fail for a reason of its own (not the database's absence), each write is run again alone so
+ * one bad write never fails the others. After a commit each write's promise settles and its pair changes
+ * are announced. Every write is answered within `answerBudgetMs` of being queued: a transaction has the
+ * database's round-trip deadline, a write that waited too long to fit one is answered UNAVAILABLE unsent,
+ * and while the database is unreachable writes are refused at once.
  */
 export class PgGroupCommit {
   private queued: QueuedWrite[] = [];
   private flushing = Promise.resolve();
 
   constructor(
-    private readonly sql: Sql,
+    private readonly db: PostgresDatabase,
     private readonly notifyChannel: string,
-    private readonly announce: (changes: readonly PairChange[], changeSeq: number) => void,
+    private readonly own: OwnChanges,
     private readonly nowMs: () => number,
     private readonly prefetch: Prefetch,
+    private readonly storage: StorageTracker,
+    private readonly answerBudgetMs = 2000,
   ) {}
 
   /**
@@ -240,8 +249,10 @@ export class PgGroupCommit {
    * the rows it will read, so that the batch reads them in one round trip with the lock.
    */
   enqueue<T>(write: PgWrite<T>, hints?: WriteHints): Promise<T> {
+    if (!this.db.isReachable) return Promise.reject(new DatabaseUnreachableError("the database is unreachable"));
     return new Promise((resolve, reject) => {
-      this.queued.push({ write: write as PgWrite<unknown>, hints, resolve: resolve as (value: unknown) => void, reject });
+      const queued = { write: write as PgWrite<unknown>, hints, queuedAtMs: performance.now(), resolve: resolve as (value: unknown) => void, reject };
+      this.queued.push(queued);
       if (this.queued.length === 1) setImmediate(() => this.scheduleFlush());
     });
   }
@@ -262,26 +273,35 @@ export class PgGroupCommit {
   }
 
   private async flush(): Promise<void> {
-    const batch = this.queued.splice(0, maxWritesPerTransaction);
+    const taken = this.queued.splice(0, maxWritesPerTransaction);
     if (this.queued.length > 0) setImmediate(() => this.scheduleFlush());
+    // A write that could no longer be answered in time, or while the database is away, is refused unsent.
+    const latestStartMs = performance.now() - (this.answerBudgetMs - this.db.deadlines.roundTripMs);
+    const batch: QueuedWrite[] = [];
+    for (const queued of taken) {
+      if (!this.db.isReachable) queued.reject(new DatabaseUnreachableError("the database is unreachable"));
+      else if (queued.queuedAtMs < latestStartMs) queued.reject(new DatabaseUnreachableError("the database is too slow to answer in time"));
+      else batch.push(queued);
+    }
     if (batch.length === 0) return;
     try {
-      const { results, changes, changeSeq } = await this.commit(batch);
+      const { results, changes } = await this.commit(batch);
       batch.forEach((queued, i) => queued.resolve(results[i]));
-      this.announce(changes, changeSeq);
+      if (changes.length > 0) this.own.announce(changes);
       return;
     } catch (error) {
-      if (batch.length === 1) {
-        batch[0]!.reject(error);
+      // Without the database, or with the outcome unknown, running them again alone helps nobody.
+      if (batch.length === 1 || error instanceof DatabaseUnreachableError || !this.db.isReachable) {
+        for (const queued of batch) queued.reject(error);
         return;
       }
     }
     // Nothing of the batch is stored: find out, write by write, which ones fail.
     for (const queued of batch) {
       try {
-        const { results, changes, changeSeq } = await this.commit([queued]);
+        const { results, changes } = await this.commit([queued]);
         queued.resolve(results[0]);
-        this.announce(changes, changeSeq);
+        if (changes.length > 0) this.own.announce(changes);
       } catch (error) {
         queued.reject(error);
       }
@@ -290,43 +310,50 @@ export class PgGroupCommit {
 
   /**
    * Runs writes in one transaction under the clock lock; returns their values and the pairs they changed.
-   * The lock is held from its statement to COMMIT, so COMMIT is pipelined behind the writes instead of
+   * The lock is held from its statement to COMMIT, and COMMIT is pipelined behind the writes instead of
    * waiting a round trip for them. Should any of them fail, PostgreSQL answers that COMMIT with a
-   * rollback: so the outcome is decided by the statements sent, checked after the transaction ends.
+   * rollback, which the transaction reports.
    */
-  private async commit(writes: readonly QueuedWrite[]): Promise<{ results: unknown[]; changes: PairChange[]; changeSeq: number }> {
-    const { settled, ...outcome } = await this.sql.begin(async (tx) => {
-      // The lock and the batch's reads go out together: one round trip before the writes run.
-      const locking = tx<{ event_seq: number; change_seq: number }[]>`
-        SELECT event_seq, change_seq FROM clock WHERE id = 1 FOR UPDATE`.execute();
-      const hints = writes.flatMap((queued) => (queued.hints === undefined ? [] : [queued.hints]));
-      const reading = this.prefetch(tx, hints);
-      const [[clock], prefetched] = await Promise.all([locking, reading]);
-      const ctx = new PgWriteContext(tx, clock!.event_seq, prefetched);
-      const results: unknown[] = [];
-      const changes: PairChange[] = [];
-      for (const { write } of writes) {
-        const result = await write(ctx);
-        results.push(result.value);
-        changes.push(...result.changes);
-      }
-      const changeSeq = changes.length > 0 ? clock!.change_seq + 1 : clock!.change_seq;
-      if (changes.length > 0) {
-        ctx.send(ctx.tx`
-          INSERT INTO pair_changes (change_seq, watcher_key, target_agent_id, target_key, at_ms)
-          SELECT ${changeSeq}, w, a, k, ${this.nowMs()}
-          FROM unnest(${changes.map((c) => c.watcherKey)}::text[], ${changes.map((c) => c.target.agentId)}::text[],
-                      ${changes.map((c) => c.target.key)}::text[]) AS t (w, a, k)`);
-        ctx.send(ctx.tx`SELECT pg_notify(${this.notifyChannel}, ${String(changeSeq)})`);
-      }
-      if (ctx.lastSequence !== clock!.event_seq || changeSeq !== clock!.change_seq) {
-        ctx.send(ctx.tx`UPDATE clock SET event_seq = ${ctx.lastSequence}, change_seq = ${changeSeq} WHERE id = 1`);
-      }
-      const sent = ctx.settle();
-      sent.catch(() => undefined); // awaited below, once COMMIT has been answered
-      return { results, changes, changeSeq, settled: sent };
-    });
-    await settled;
-    return outcome;
+  private async commit(writes: readonly QueuedWrite[]): Promise<{ results: unknown[]; changes: PairChange[] }> {
+    let settleOwn: ((announced: boolean) => void) | undefined;
+    try {
+      const outcome = await this.db.transaction(async (tx) => {
+        // The lock and the batch's reads go out together: one round trip before the writes run.
+        const locking = tx.query<{ event_seq: number; change_seq: number }>(sql`SELECT event_seq, change_seq FROM clock WHERE id = 1 FOR UPDATE`);
+        const hints = writes.flatMap((queued) => (queued.hints === undefined ? [] : [queued.hints]));
+        const reading = this.prefetch(tx, hints);
+        const [[clock], prefetched] = await Promise.all([locking, reading]);
+        const ctx = new PgWriteContext(tx, clock!.event_seq, prefetched);
+        const results: unknown[] = [];
+        const changes: PairChange[] = [];
+        for (const { write } of writes) {
+          const result = await write(ctx);
+          results.push(result.value);
+          changes.push(...result.changes);
+        }
+        const changeSeq = changes.length > 0 ? clock!.change_seq + 1 : clock!.change_seq;
+        if (changes.length > 0) {
+          settleOwn = this.own.reserve(changeSeq);
+          ctx.send(sql`
+            INSERT INTO pair_changes (change_seq, watcher_key, target_agent_id, target_key, at_ms)
+            SELECT ${changeSeq}, w, a, k, ${this.nowMs()}
+            FROM unnest(${changes.map((c) => c.watcherKey)}::text[], ${changes.map((c) => c.target.agentId)}::text[],
+                        ${changes.map((c) => c.target.key)}::text[]) AS t (w, a, k)`);
+          ctx.send(sql`SELECT pg_notify(${this.notifyChannel}, ${String(changeSeq)})`);
+        }
+        if (ctx.lastSequence !== clock!.event_seq || changeSeq !== clock!.change_seq) {
+          ctx.send(sql`UPDATE clock SET event_seq = ${ctx.lastSequence}, change_seq = ${changeSeq} WHERE id = 1`);
+        }
+        ctx.flushDeferred();
+        return { results, changes };
+      });
+      settleOwn?.(true);
+      this.storage.observe(undefined);
+      return outcome;
+    } catch (error) {
+      settleOwn?.(false);
+      this.storage.observe(error);
+      throw error;
+    }
   }
 }

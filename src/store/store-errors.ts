@@ -12,12 +12,12 @@ export type StoreFault =
   /** The database server cannot be reached (connection refused or lost); health reports it once. */
   | "unreachable";
 
-/** postgres.js's own errors when a connection is lost or cannot be made. */
+/**
+ * Errors meaning the database did not answer: the store's own (store/postgres-database: a deadline passed,
+ * a connection failed, a COMMIT went unanswered) and the system's, should one reach a caller unwrapped.
+ */
 const driverConnectionCodes = new Set([
-  "CONNECTION_CLOSED",
-  "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED",
-  "CONNECT_TIMEOUT",
+  "DATABASE_UNREACHABLE",
   "ECONNREFUSED",
   "ECONNRESET",
   "ENOENT",
@@ -30,7 +30,7 @@ const driverConnectionCodes = new Set([
 export function storeFaultOf(error: unknown): StoreFault | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return undefined;
-  if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") return "busy";
+  if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED" || code === "POOL_BUSY") return "busy";
   if (code === "SQLITE_FULL") return "full";
   if (code.startsWith("SQLITE_IOERR")) return "unavailable";
   if (driverConnectionCodes.has(code)) return "unreachable";

@@ -67,6 +67,12 @@ export interface Store {
    */
   onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void;
   /**
+   * Subscribes to gaps in that feed: changes it missed for good (a replica cut off from its database for
+   * longer than other replicas' changes are kept). Listeners must read every pending pair again. Absent
+   * on a backend whose feed cannot miss a change.
+   */
+  onFeedGap?(listener: () => void): () => void;
+  /**
    * Records an adoption: appends the `adopted` event (deduplicated per session) and creates the link, or
    * refreshes it when the source is the same (keeping its marker and miss streak).
    */

@@ -6,6 +6,7 @@ import { SignalLog, type AppendRequestSchema, type AppendResponse } from "../../
 import { Upstream } from "../../../gen/sessionstate/v1/upstream_pb.js";
 import { Watch, type AckResult, type StaleNotice } from "../../../gen/sessionstate/v1/watch_pb.js";
 import { AppendCoalescer, defaultAppendRetry, defaultMaxBatchBytes, type AppendOptions, type AppendRetry } from "./append-coalescer.js";
+import { registerServingRoundRobin, servingRoundRobin } from "./serving-balancer.js";
 import { createServiceClient } from "./service-client.js";
 import type { CallError, CallOptions } from "./service-types.js";
 
@@ -50,7 +51,10 @@ export interface ClientOptions {
   logger?: ClientLogger;
 }
 
-/** Reconnect backoff of `subscribe`: full jitter, exponential from `initialMs` up to `maxMs`. */
+/**
+ * Reconnect backoff of `subscribe`: full jitter, exponential from `initialMs` (default 100 ms) up to `maxMs`
+ * (default 1 s, so that a subscriber is back within about a second of a replica serving again).
+ */
 export interface BackoffOptions {
   initialMs?: number;
   maxMs?: number;
@@ -70,6 +74,25 @@ export interface SubscribeOptions {
   /** Called before each reconnect attempt with the failure and the delay. */
   onReconnect?: (error: CallError, delayMs: number) => void;
 }
+
+/**
+ * Calls resent when a replica answers UNAVAILABLE (it is stopping, or cannot reach its database): reads,
+ * and writes whose repetition changes nothing more (a watch, an unwatch, an ack, an adoption, a page of
+ * remote items). Appends are resent by the client itself, always with a dedupe key (see `append`).
+ */
+const retryOnUnavailable = {
+  name: [
+    { service: "sessionstate.v1.Reconcile" },
+    { service: "sessionstate.v1.Watch", method: "Watch" },
+    { service: "sessionstate.v1.Watch", method: "Unwatch" },
+    { service: "sessionstate.v1.Watch", method: "ListWatches" },
+    { service: "sessionstate.v1.Watch", method: "AckNotices" },
+    { service: "sessionstate.v1.Upstream", method: "Adopt" },
+    { service: "sessionstate.v1.Upstream", method: "ReportRemoteItems" },
+    { service: "sessionstate.v1.Upstream", method: "ListUpstreamLinks" },
+  ],
+  retryPolicy: { maxAttempts: 4, initialBackoff: "0.05s", maxBackoff: "0.5s", backoffMultiplier: 2, retryableStatusCodes: ["UNAVAILABLE"] },
+};
 
 /** Codes after which reconnecting cannot help. */
 const finalCodes = new Set([
@@ -114,11 +137,13 @@ export class SessionStateClient {
   private readonly defaultTimeoutMs: number;
 
   constructor(options: ClientOptions) {
+    registerServingRoundRobin();
     this.channel = new Client(options.address, channelCredentials(options.tls), {
       "grpc.keepalive_time_ms": 60_000,
       "grpc.keepalive_timeout_ms": 20_000,
-      // Every replica a target names, round-robin: a call goes to one that answers.
-      "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+      // Every replica a target names, round-robin over those whose health says SERVING; calls that are
+      // safe to repeat are resent (to the next replica) when one answers UNAVAILABLE.
+      "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ [servingRoundRobin]: {} }], methodConfig: [retryOnUnavailable] }),
       // A replica that comes back is found within seconds (grpc-js backs off up to 2 minutes by default),
       // so it is there to take over when another one dies.
       "grpc.initial_reconnect_backoff_ms": 250,
@@ -187,7 +212,7 @@ export class SessionStateClient {
    */
   async *subscribe(options: SubscribeOptions): AsyncGenerator<StaleNotice, void, undefined> {
     const initialMs = options.backoff?.initialMs ?? 100;
-    const maxMs = options.backoff?.maxMs ?? 10_000;
+    const maxMs = options.backoff?.maxMs ?? 1000;
     const aborted = (): boolean => options.signal?.aborted === true;
     let attempt = 0;
     while (!aborted()) {
