@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, test } from "node:test";
 import type { SqliteStore } from "../../src/store/sqlite-store.js";
-import { assertStatus, goal, human, startTestServer, status } from "../helpers.js";
+import { freshSchema, testCluster } from "../backend.js";
+import { assertStatus, connect, goal, human, metricValue, scrapeMetrics, startTestServer, status } from "../helpers.js";
+import { connectTestClient, skipWithoutPostgres } from "../postgres-cluster.js";
+import { freePort, spawnServer } from "../process-helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
@@ -46,6 +53,88 @@ describe("disk full", () => {
       assert.equal(status2.stateVersion, after.event?.sequence);
     } finally {
       await t.dispose();
+    }
+  });
+});
+
+describe("disk full on PostgreSQL", { skip: skipWithoutPostgres() }, () => {
+  test("a full tablespace: appends answered RESOURCE_EXHAUSTED, storage_full 1 and refusals counted, reads go on; space again: writes resume and storage_full 0", { timeout: 120_000 }, async () => {
+    const cluster = testCluster();
+    const schema = freshSchema();
+    // A tablespace on a 2 MiB tmpfs that the events table is moved to: PostgreSQL then refuses inserts
+    // for lack of space (SQLSTATE 53100) exactly as on a full disk or quota. Where this machine may not
+    // mount, a trigger raises that same error once the table holds 2,000 rows.
+    const space = mkdtempSync(join(tmpdir(), "sessionstate-pg-space-"));
+    let mounted = true;
+    try {
+      execFileSync("mount", ["-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", space], { stdio: "ignore" });
+      execFileSync("chown", ["postgres:postgres", space]);
+    } catch {
+      mounted = false;
+      console.log("# no tmpfs mount here: the full tablespace is played by a trigger raising disk_full (53100)");
+    }
+    const metricsPort = await freePort();
+    const server = await spawnServer(["--db", cluster.url, "--db-schema", schema, "--listen", "127.0.0.1:0", "--log-level", "info", "--metrics-listen", `127.0.0.1:${metricsPort}`]);
+    const clients = connect(server.address, { ownConnection: true });
+    const database = await connectTestClient(cluster.url, schema);
+    const metric = async (name: string): Promise<number> => metricValue(await scrapeMetrics(metricsPort), name);
+    try {
+      await clients.watch.watch({ watcherSessionKey: W, target: { key: C } });
+      for (let i = 0; i < 20; i++) await clients.signalLog.append(human(C, { summary: `before ${i}` }));
+      const before = await clients.reconcile.sessionStatus({ session: { key: C }, changesSince: 0n });
+      if (mounted) {
+        await database.query(`CREATE TABLESPACE small_${schema} LOCATION '${space}'`);
+        await database.query(`ALTER TABLE events SET TABLESPACE small_${schema}`);
+      } else {
+        await database.query(`
+          CREATE TABLE space_left (free boolean NOT NULL);
+          INSERT INTO space_left VALUES (false);
+          CREATE FUNCTION full_disk() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            IF (SELECT count(*) FROM events) >= 2000 AND NOT (SELECT free FROM space_left) THEN
+              RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full';
+            END IF;
+            RETURN NEW;
+          END $$;
+          CREATE TRIGGER full_disk BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION full_disk()`);
+      }
+      let refusals = 0;
+      let lastError: { code: number; details: string } | undefined;
+      for (let i = 0; i < 20_000 && refusals < 20; i++) {
+        try {
+          await clients.signalLog.append(goal(`agent:main:filler-${i % 50}`, { summary: "x".repeat(190), runId: "r".repeat(250) }));
+        } catch (err) {
+          lastError = err as { code: number; details: string };
+          refusals++;
+        }
+      }
+      assert.equal(refusals, 20, "appends are refused once the tablespace is full");
+      assert.equal(lastError?.code, status.RESOURCE_EXHAUSTED);
+      assert.equal(lastError?.details, "storage is full; the write was not recorded");
+      assert.equal(await metric("sessionstate_storage_full"), 1);
+      assert.equal(await metric("sessionstate_storage_full_refusals_total"), 20);
+      assert.deepEqual(await clients.reconcile.sessionStatus({ session: { key: C }, changesSince: 0n }), before, "reads go on, unchanged");
+
+      if (mounted) execFileSync("mount", ["-o", "remount,size=64m", space]);
+      else await database.query("UPDATE space_left SET free = true");
+      const after = await clients.signalLog.append(human(C, { summary: "after" }));
+      assert.equal(after.recorded, true);
+      assert.equal(await metric("sessionstate_storage_full"), 0);
+      const logged = server
+        .stderr()
+        .split("\n")
+        .filter((line) => /storage is (full|writable)/u.test(line))
+        .map((line) => (JSON.parse(line) as { msg: string }).msg);
+      assert.deepEqual(logged, ["storage is full: writes are refused until space is freed", "storage is writable again"], "said once each way");
+    } finally {
+      clients.close();
+      server.child.kill("SIGKILL");
+      await server.exited;
+      await database.query(`ALTER TABLE events SET TABLESPACE pg_default`).catch(() => undefined);
+      await database.query(`DROP TABLESPACE IF EXISTS small_${schema}`).catch(() => undefined);
+      await database.end();
+      if (mounted) execFileSync("umount", [space]);
+      rmSync(space, { recursive: true, force: true });
     }
   });
 });
