@@ -112,7 +112,7 @@ class Lease {
 
   constructor(
     readonly client: pg.PoolClient,
-    deadlineMs: number,
+    readonly deadlineMs: number,
   ) {
     // A checked-out client has no error listener of the pool's: without one, a socket error would be
     // thrown at the process.
@@ -311,6 +311,12 @@ export class PostgresDatabase {
   /** Turns an error of a round trip into what callers see, marking the database unreachable where it is. */
   private fault(error: unknown, lease: Lease | undefined): unknown {
     if (lease?.timedOut === true) {
+      // Only a full round-trip deadline says the database is away; a shorter one was a call's own budget.
+      if (lease.deadlineMs < this.deadlines.roundTripMs) {
+        return Object.assign(new Error(`not done within the ${Math.round(lease.deadlineMs)} ms left to answer in`, { cause: error }), {
+          code: "DATABASE_SLOW",
+        });
+      }
       this.markUnreachable();
       return new DatabaseUnreachableError(`no answer within ${this.deadlines.roundTripMs} ms`, { cause: error });
     }
@@ -360,12 +366,14 @@ export class PostgresDatabase {
   /**
    * Runs `work` in one transaction on one pooled connection, pipelined: BEGIN goes out with the first
    * statements, and COMMIT right behind the last ones without waiting for them. The whole transaction has
-   * the round-trip deadline. Any failure rolls it back (the connection is dropped, so PostgreSQL ends the
-   * transaction); a COMMIT sent but never answered throws `CommitOutcomeUnknownError`.
+   * the round-trip deadline, or `deadlineMs` when that is shorter (what is left of its callers' time to be
+   * answered in: passing it is then a slow answer, not an unreachable database). Any failure rolls it back
+   * (the connection is dropped, so PostgreSQL ends the transaction); a COMMIT sent but never answered
+   * throws `CommitOutcomeUnknownError`.
    */
-  async transaction<T>(work: (tx: PgTransaction) => Promise<T>): Promise<T> {
+  async transaction<T>(work: (tx: PgTransaction) => Promise<T>, deadlineMs = this.deadlines.roundTripMs): Promise<T> {
     const startedMs = performance.now();
-    const lease = await this.checkout(this.deadlines.roundTripMs);
+    const lease = await this.checkout(Math.min(deadlineMs, this.deadlines.roundTripMs));
     const tx = new PgTransaction(lease.client);
     let committing = false;
     try {
@@ -382,7 +390,8 @@ export class PostgresDatabase {
     } catch (error) {
       lease.release(true);
       const fault = this.fault(error, lease);
-      throw committing && fault instanceof DatabaseUnreachableError ? new CommitOutcomeUnknownError({ cause: error }) : fault;
+      const connectionLost = fault instanceof DatabaseUnreachableError || (fault as { code?: unknown }).code === "DATABASE_SLOW";
+      throw committing && connectionLost ? new CommitOutcomeUnknownError({ cause: error }) : fault;
     }
   }
 

@@ -206,6 +206,12 @@ interface QueuedWrite {
 
 /** The most writes one transaction takes, so one transaction never holds the clock for long. */
 export const maxWritesPerTransaction = 200;
+/** Less time than this left to answer a write in is not worth starting its transaction. */
+const minTransactionMs = 100;
+
+function slowError(): Error {
+  return Object.assign(new Error("too little time left to answer the write in"), { code: "DATABASE_SLOW" });
+}
 
 /**
  * How this replica's own commits meet its feed: a transaction that records pair changes reserves its
@@ -226,9 +232,9 @@ export interface OwnChanges {
  * There is no savepoint per write: refusals are values decided by the domain rules, and should the
  * transaction fail for a reason of its own (not the database's absence), each write is run again alone so
  * one bad write never fails the others. After a commit each write's promise settles and its pair changes
- * are announced. Every write is answered within `answerBudgetMs` of being queued: a transaction has the
- * database's round-trip deadline, a write that waited too long to fit one is answered UNAVAILABLE unsent,
- * and while the database is unreachable writes are refused at once.
+ * are announced. Every write is answered within `answerBudgetMs` of being queued: a transaction's deadline
+ * is what is left of its oldest write's time (at most the database's round trip), a write with too little
+ * left is answered UNAVAILABLE unsent, and while the database is unreachable writes are refused at once.
  */
 export class PgGroupCommit {
   private queued: QueuedWrite[] = [];
@@ -241,7 +247,7 @@ export class PgGroupCommit {
     private readonly nowMs: () => number,
     private readonly prefetch: Prefetch,
     private readonly storage: StorageTracker,
-    private readonly answerBudgetMs = 2000,
+    private readonly answerBudgetMs = 1900,
   ) {}
 
   /**
@@ -275,17 +281,19 @@ export class PgGroupCommit {
   private async flush(): Promise<void> {
     const taken = this.queued.splice(0, maxWritesPerTransaction);
     if (this.queued.length > 0) setImmediate(() => this.scheduleFlush());
-    // A write that could no longer be answered in time, or while the database is away, is refused unsent.
-    const latestStartMs = performance.now() - (this.answerBudgetMs - this.db.deadlines.roundTripMs);
+    // A write is refused unsent while the database is away, or when too little of its time to be answered
+    // in is left; the transaction gets what is left of the oldest write's time (at most a round trip's).
+    const startedMs = performance.now();
     const batch: QueuedWrite[] = [];
     for (const queued of taken) {
       if (!this.db.isReachable) queued.reject(new DatabaseUnreachableError("the database is unreachable"));
-      else if (queued.queuedAtMs < latestStartMs) queued.reject(new DatabaseUnreachableError("the database is too slow to answer in time"));
+      else if (startedMs - queued.queuedAtMs > this.answerBudgetMs - minTransactionMs) queued.reject(slowError());
       else batch.push(queued);
     }
     if (batch.length === 0) return;
+    const deadlineMs = this.answerBudgetMs - (startedMs - batch[0]!.queuedAtMs);
     try {
-      const { results, changes } = await this.commit(batch);
+      const { results, changes } = await this.commit(batch, deadlineMs);
       batch.forEach((queued, i) => queued.resolve(results[i]));
       if (changes.length > 0) this.own.announce(changes);
       return;
@@ -299,7 +307,7 @@ export class PgGroupCommit {
     // Nothing of the batch is stored: find out, write by write, which ones fail.
     for (const queued of batch) {
       try {
-        const { results, changes } = await this.commit([queued]);
+        const { results, changes } = await this.commit([queued], this.answerBudgetMs - (performance.now() - queued.queuedAtMs));
         queued.resolve(results[0]);
         if (changes.length > 0) this.own.announce(changes);
       } catch (error) {
@@ -314,7 +322,7 @@ export class PgGroupCommit {
    * waiting a round trip for them. Should any of them fail, PostgreSQL answers that COMMIT with a
    * rollback, which the transaction reports.
    */
-  private async commit(writes: readonly QueuedWrite[]): Promise<{ results: unknown[]; changes: PairChange[] }> {
+  private async commit(writes: readonly QueuedWrite[], deadlineMs: number): Promise<{ results: unknown[]; changes: PairChange[] }> {
     let settleOwn: ((announced: boolean) => void) | undefined;
     try {
       const outcome = await this.db.transaction(async (tx) => {
@@ -346,7 +354,7 @@ export class PgGroupCommit {
         }
         ctx.flushDeferred();
         return { results, changes };
-      });
+      }, deadlineMs);
       settleOwn?.(true);
       this.storage.observe(undefined);
       return outcome;

@@ -30,7 +30,8 @@ const driverConnectionCodes = new Set([
 export function storeFaultOf(error: unknown): StoreFault | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return undefined;
-  if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED" || code === "POOL_BUSY") return "busy";
+  // SQLite's locks; PostgreSQL's pool with no connection free in time, or an answer that could not come in time.
+  if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED" || code === "POOL_BUSY" || code === "DATABASE_SLOW") return "busy";
   if (code === "SQLITE_FULL") return "full";
   if (code.startsWith("SQLITE_IOERR")) return "unavailable";
   if (driverConnectionCodes.has(code)) return "unreachable";
