@@ -30,6 +30,7 @@ const groupCommit = new GroupCommit(
 );
 const fields: EventFields = {
   sequence: 1,
+  namespace: "default",
   agentId: "bench",
   sessionKey: "agent:bench:subagent:s0",
   kind: "goal_changed",

@@ -261,7 +261,7 @@ async function startupAndMemory(): Promise<void> {
   const store = SqliteStore.open(path, "normal", encodeStateEvent);
   const now = Date.now();
   for (let t = 0; t < 1000; t++) {
-    for (let w = 0; w < 100; w++) await store.watch(`agent:bw:w${w}`, { agentId: "bw", key: `agent:bw:t${t}` }, now);
+    for (let w = 0; w < 100; w++) await store.watch(`agent:bw:w${w}`, { namespace: "default", agentId: "bw", key: `agent:bw:t${t}` }, now);
   }
   for (let i = 0; i < 49_800; i++) await store.append(storeAppend(`agent:bw:t${i % 1000}`, now, "run_completed"));
   for (let t = 0; t < 200; t++) await store.append(storeAppend(`agent:bw:t${t}`, now, "human_direct_message"));

@@ -36,6 +36,7 @@ import { human, startTestServer, storeAppend, tempDir, openTestStore } from "./h
 /** An event with every field set to something other than its default. */
 const event: EventFields = {
   sequence: 4_000_000_001,
+  namespace: "default",
   agentId: "ops",
   sessionKey: "agent:ops:subagent:é✓",
   kind: "run_failed",
@@ -50,7 +51,7 @@ const event: EventFields = {
 /** A cursor with every field set to something other than its default. */
 const cursor: CursorRecord = {
   watcherKey: "agent:main:boss",
-  target: { agentId: "ops", key: "agent:ops:worker" },
+  target: { namespace: "default", agentId: "ops", key: "agent:ops:worker" },
   acked: 3,
   notified: 5,
   material: 2 ** 40,
@@ -109,7 +110,7 @@ function generator(seed: number) {
     const acked = version();
     return {
       watcherKey: `agent:${text()}:${text()}`,
-      target: { agentId: text(), key: text() },
+      target: { namespace: "default", agentId: text(), key: text() },
       acked,
       notified: Math.min(Number.MAX_SAFE_INTEGER, acked + pick([0, 1, 5000])),
       material: Math.min(Number.MAX_SAFE_INTEGER, acked + pick([0, 1, 7000])),
@@ -172,7 +173,7 @@ describe("the codec", () => {
         schema: SessionStatusResponseSchema,
         samples: [
           sessionStatusResponse(
-            { key: "agent:ops:x", agentId: "ops" },
+            { namespace: "default", key: "agent:ops:x", agentId: "ops" },
             { stateVersion: 12, changes: { events: [storedEvent], historyGap: true, truncated: true, earliestAvailableSequence: 5 } },
           ).bytes,
         ],
@@ -267,11 +268,11 @@ describe("the codec", () => {
       stateChanges: { events: [stateEventInit(event), stateEventInit(second)], historyGap: true, truncated: true, earliestAvailableSequence: 5n },
     });
     const status = sessionStatusResponse(
-      { key: "agent:ops:x", agentId: "ops" },
+      { namespace: "default", key: "agent:ops:x", agentId: "ops" },
       { stateVersion: 12, changes: { events: stored, historyGap: true, truncated: true, earliestAvailableSequence: 5 } },
     );
     assert.deepEqual(Buffer.from(status.bytes), Buffer.from(toBinary(SessionStatusResponseSchema, whole)));
-    const headOnly = sessionStatusResponse({ key: "agent:ops:x", agentId: "ops" }, { stateVersion: 0 });
+    const headOnly = sessionStatusResponse({ namespace: "default", key: "agent:ops:x", agentId: "ops" }, { stateVersion: 0 });
     const headOnlyWhole = create(SessionStatusResponseSchema, { session: { key: "agent:ops:x", agentId: "ops" } });
     assert.deepEqual(Buffer.from(headOnly.bytes), Buffer.from(toBinary(SessionStatusResponseSchema, headOnlyWhole)));
 
@@ -372,11 +373,11 @@ describe("the codec", () => {
       const store = openTestStore(path);
       const first = await store.append(storeAppend("agent:main:a", 1));
       const second = await store.append(storeAppend("agent:main:b", 1));
-      await store.deleteSession({ agentId: "main", key: "agent:main:b" });
+      await store.deleteSession({ namespace: "default", agentId: "main", key: "agent:main:b" });
       await store.close();
       const reopened = openTestStore(path);
       const third = await reopened.append(storeAppend("agent:main:c", 1));
-      const status = await reopened.sessionStatus({ agentId: "main", key: "agent:main:c" }, 0, 10);
+      const status = await reopened.sessionStatus({ namespace: "default", agentId: "main", key: "agent:main:c" }, 0, 10);
       await reopened.close();
       assert.deepEqual([first, second, third].map((o) => (o.recorded ? o.event.sequence : 0)), [1, 2, 3]);
       assert.equal(fromBinary(StateEventSchema, status.changes!.events[0]!.wire).sequence, 3n);

@@ -9,7 +9,7 @@ import type { Store } from "../src/store/store.js";
 import { onBackend, openBehaviourStore, skipBackend } from "./backend.js";
 import { storeAppend, tempDir } from "./helpers.js";
 
-const worker: SessionId = { agentId: "ops", key: "agent:ops:worker" };
+const worker: SessionId = { namespace: "default", agentId: "ops", key: "agent:ops:worker" };
 const boss = "agent:main:boss";
 const other = "agent:main:other";
 
@@ -82,7 +82,7 @@ describe(onBackend("the store's feed names every pair whose pending notice opene
 
   test("an ack closes or reopens its pair; a stale ack says nothing", async () => {
     await openNotices();
-    const [first] = await store.pendingCursors([boss], []);
+    const [first] = await store.pendingCursors("default", [boss], []);
     await store.append(humanTurn());
     await store.ackNotices([{ watcherKey: boss, target: worker, notifiedVersion: first!.notified }], 2);
     assert.deepEqual(feed.take(), [`${boss} -> ${worker.key}`], "reopened");
@@ -99,18 +99,18 @@ describe(onBackend("the store's feed names every pair whose pending notice opene
   });
 
   test("a watcher reset closes each of its pending pairs", async () => {
-    const second: SessionId = { agentId: "ops", key: "agent:ops:second" };
+    const second: SessionId = { namespace: "default", agentId: "ops", key: "agent:ops:second" };
     await store.watch(boss, second, 1);
     await openNotices();
     await store.append(storeAppend(second.key, 1, "goal_changed"));
     feed.take();
-    assert.equal(await store.resetWatcher(boss), 2);
+    assert.equal(await store.resetWatcher("default", boss), 2);
     assert.deepEqual(feed.take().sort(), [`${boss} -> ${second.key}`, `${boss} -> ${worker.key}`]);
   });
 
   test("deleting a session closes the pending pairs it is the target of, and those it watches", async () => {
     await openNotices();
-    await store.watch(worker.key, { agentId: "main", key: boss }, 1);
+    await store.watch(worker.key, { namespace: "default", agentId: "main", key: boss }, 1);
     await store.append(storeAppend(boss, 1, "goal_changed"));
     feed.take();
     const removed = await store.deleteSession(worker);
@@ -150,11 +150,11 @@ describe(onBackend("the notice hub and closed pairs"), { skip: skipBackend }, ()
     const received: NoticeStreamItem[] = [];
     try {
       const serving = hub.serve(
-        { watcherKeys: [], prefixes: ["agent:main:"] },
+        { namespace: "default", watcherKeys: [], prefixes: ["agent:main:"] },
         { send: (item) => received.push(item) > 0, drained: () => Promise.resolve() },
         abort.signal,
       );
-      const targets = ["agent:ops:a", "agent:ops:b", "agent:ops:c"].map((key) => ({ agentId: "ops", key }));
+      const targets = ["agent:ops:a", "agent:ops:b", "agent:ops:c"].map((key) => ({ namespace: "default", agentId: "ops", key }));
       for (const target of targets) await store.watch(boss, target, 1);
       for (const target of targets) await store.append(storeAppend(target.key, 1, "human_direct_message"));
       await until(() => received.filter((item) => "notice" in item).length === 3);
@@ -163,7 +163,7 @@ describe(onBackend("the notice hub and closed pairs"), { skip: skipBackend }, ()
       await store.deleteSession(targets[0]!);
       await store.unwatch(boss, targets[1]!);
       await until(() => hub.rememberedPairs === 1);
-      await store.resetWatcher(boss);
+      await store.resetWatcher("default", boss);
       await until(() => hub.rememberedPairs === 0);
       abort.abort();
       await serving;

@@ -30,10 +30,10 @@ describe("group commit", () => {
       assert.deepEqual([sequenceOf(0), sequenceOf(2), sequenceOf(3), sequenceOf(4)], [1, 2, 3, 3]);
       const duplicate = outcome(4);
       assert.equal(duplicate.recorded && duplicate.deduplicated, true, "a duplicate in the same batch sees the first");
-      assert.equal((await store.sessionStatus({ agentId: "main", key: "agent:main:b" }, 0, 10)).stateVersion, 0);
+      assert.equal((await store.sessionStatus({ namespace: "default", agentId: "main", key: "agent:main:b" }, 0, 10)).stateVersion, 0);
       assert.deepEqual(await store.getStateVersions([
-        { agentId: "main", key: "agent:main:a" },
-        { agentId: "main", key: "agent:main:c" },
+        { namespace: "default", agentId: "main", key: "agent:main:a" },
+        { namespace: "default", agentId: "main", key: "agent:main:c" },
       ]), [1, 2]);
     } finally {
       await store.close();
@@ -45,7 +45,7 @@ describe("group commit", () => {
     const dir = tempDir();
     const store = openTestStore(join(dir.dir, "acks.db"));
     try {
-      const target = { agentId: "main", key: "agent:main:t" };
+      const target = { namespace: "default", agentId: "main", key: "agent:main:t" };
       const watcherKey = "agent:main:w";
       await store.watch(watcherKey, target, 1);
       const opened = await store.append({ ...storeAppend("agent:main:t", 1, "human_direct_message") });
@@ -83,7 +83,7 @@ describe("group commit", () => {
     assert.equal(outcome.recorded, true);
     const reopened = openTestStore(path);
     try {
-      assert.deepEqual(await reopened.getStateVersions([{ agentId: "main", key: "agent:main:q" }]), [1]);
+      assert.deepEqual(await reopened.getStateVersions([{ namespace: "default", agentId: "main", key: "agent:main:q" }]), [1]);
     } finally {
       await reopened.close();
       dir.remove();

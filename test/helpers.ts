@@ -24,7 +24,7 @@ import { defaultConfig, type Config } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { startServer, type RunningServer } from "../src/server.js";
 import type { Store } from "../src/store/store.js";
-import { testDatabase } from "./backend.js";
+import { testBackend, testDatabase } from "./backend.js";
 
 export { status };
 
@@ -45,7 +45,7 @@ export function human(key: string, extra: Partial<AppendInit> = {}): AppendInit 
 /** A store-level append of `kind` on `key` (bare keys: agent main), for tests that use the store directly. */
 export function storeAppend(key: string, nowMs: number, kind: StoreAppendInput["kind"] = "goal_changed"): StoreAppendInput {
   return {
-    session: { agentId: agentIdOfKey(key) ?? "main", key },
+    session: { namespace: "default", agentId: agentIdOfKey(key) ?? "main", key },
     kind,
     actorType: kind === "human_direct_message" ? "human" : "agent",
     summary: "store-level event",
@@ -191,6 +191,8 @@ export interface TestServer extends Clients {
   server: RunningServer;
   clock: FakeClock;
   dbPath: string;
+  /** The PostgreSQL schema, on that backend. */
+  dbSchema?: string;
   /** Stops the server and closes the clients; the database file stays until `dispose`. */
   stop(): Promise<void>;
   /** Starts a new server on the same database file (after `stop`), with fresh clients; `samePort` keeps the port. */
@@ -230,6 +232,7 @@ export async function startTestServer(
     server,
     clock,
     dbPath: config.dbPath,
+    ...(config.dbSchema === undefined || testBackend !== "postgres" ? {} : { dbSchema: config.dbSchema }),
     stop,
     restart: async ({ samePort = false } = {}) => {
       await stop();

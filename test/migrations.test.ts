@@ -41,9 +41,9 @@ describe("schema migration to integer session ids (4)", () => {
       const wireBefore = createVersion3(path);
       const store = openTestStore(path);
       try {
-        const a = await store.sessionStatus({ agentId: "main", key: "agent:main:a" }, 0, 10);
-        const b = await store.sessionStatus({ agentId: "ops", key: "agent:ops:b" }, 0, 10);
-        const orphan = await store.sessionStatus({ agentId: "ops", key: "agent:ops:orphan" }, 0, 10);
+        const a = await store.sessionStatus({ namespace: "default", agentId: "main", key: "agent:main:a" }, 0, 10);
+        const b = await store.sessionStatus({ namespace: "default", agentId: "ops", key: "agent:ops:b" }, 0, 10);
+        const orphan = await store.sessionStatus({ namespace: "default", agentId: "ops", key: "agent:ops:orphan" }, 0, 10);
         assert.deepEqual(
           a.changes!.events.map((e) => e.sequence),
           [2, 4],
@@ -104,10 +104,68 @@ describe("schema migration to integer session ids (4)", () => {
         const indexes = db.pragma("index_list(events)") as { name: string; unique: number; partial: number }[];
         const dedupe = indexes.find((index) => index.name === "events_by_dedupe_key");
         assert.deepEqual([dedupe?.unique, dedupe?.partial], [1, 1]);
-        const plan = db.prepare<[], { detail: string }>("EXPLAIN QUERY PLAN SELECT sequence FROM events WHERE dedupe_key = 'k'").all();
+        const plan = db
+          .prepare<[], { detail: string }>("EXPLAIN QUERY PLAN SELECT sequence FROM events WHERE namespace = 'default' AND dedupe_key = 'k'")
+          .all();
         assert.match(plan.map((step) => step.detail).join("; "), /USING (COVERING )?INDEX events_by_dedupe_key/);
       } finally {
         db.close();
+      }
+    } finally {
+      dir.remove();
+    }
+  });
+});
+
+describe("schema migration to namespaces (6)", () => {
+  test("every row of every table moves to the default namespace, keeps its values, and a second namespace starts empty", async () => {
+    const dir = tempDir();
+    const path = join(dir.dir, "v5.db");
+    try {
+      const db = new Database(path);
+      for (const migration of migrations.slice(0, 5)) db.exec(migration.sql);
+      db.exec(`
+        INSERT INTO heads (agent_id, session_key, state_version, pruned_through, updated_at_ms) VALUES ('main', 'agent:main:t', 7, 3, 1);
+        INSERT INTO events (sequence, session_id, kind, actor_type, summary, occurred_at_ms, dedupe_key, wire)
+          VALUES (5, 1, 'human_direct_message', 'human', 'v5', 2, 'dk', x'0805'), (7, 1, 'goal_changed', 'agent', 'v5', 3, NULL, x'0807');
+        INSERT INTO cursors VALUES ('agent:main:w', 'main', 'agent:main:t', 3, 5, 7, 4);
+        INSERT INTO upstream_links VALUES ('main', 'agent:main:t', 'claude', 'h', '', 'node:n1', 'u1', 1, NULL, 5);
+        INSERT INTO run_flags VALUES ('main', 'agent:main:t', 1, 2, 6);
+        INSERT INTO own_texts VALUES ('main', 'agent:main:t', 1, 'digest-1');
+      `);
+      db.pragma("user_version = 5");
+      db.close();
+
+      const store = openTestStore(path);
+      try {
+        const t = { namespace: "default", agentId: "main", key: "agent:main:t" };
+        const elsewhere = { ...t, namespace: "team-b" };
+        const status = await store.sessionStatus(t, 0, 10);
+        assert.deepEqual([status.stateVersion, status.changes!.events.map((e) => e.sequence), status.changes!.historyGap], [7, [5, 7], true]);
+        assert.deepEqual(await store.pendingCursors("default", ["agent:main:w"], []), [
+          { watcherKey: "agent:main:w", target: t, acked: 3, notified: 5, material: 7, updatedAtMs: 4 },
+        ]);
+        assert.equal((await store.getLink(t))?.marker, "u1");
+        assert.deepEqual(await store.runFlag(t), { active: true, starts: 2, refreshedAtMs: 6 });
+        assert.deepEqual(await store.ownTextDigests(t), ["digest-1"]);
+        const again = await store.append({ ...storeAppend("agent:main:t", 8), dedupeKey: "dk" });
+        assert.ok(again.recorded && again.deduplicated && again.event.sequence === 5, "the dedupe key is kept, in default");
+
+        assert.equal((await store.sessionStatus(elsewhere, 0, 10)).stateVersion, 0);
+        assert.deepEqual(await store.pendingCursors("team-b", ["agent:main:w"], []), []);
+        assert.equal(await store.getLink(elsewhere), undefined);
+        const fresh = await store.append({ ...storeAppend("agent:main:t", 9), session: elsewhere, dedupeKey: "dk" });
+        assert.ok(fresh.recorded && !fresh.deduplicated && fresh.event.sequence === 8, "the same key and dedupe key in team-b: a new session");
+      } finally {
+        await store.close();
+      }
+      const after = new Database(path, { readonly: true });
+      try {
+        assert.equal(after.pragma("user_version", { simple: true }), migrations.length);
+        assert.deepEqual(after.pragma("foreign_key_check"), []);
+        assert.deepEqual(after.pragma("integrity_check"), [{ integrity_check: "ok" }]);
+      } finally {
+        after.close();
       }
     } finally {
       dir.remove();

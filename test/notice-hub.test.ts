@@ -17,13 +17,13 @@ describe("notice hub", () => {
     const abort = new AbortController();
     try {
       const targets = Array.from({ length: 10 }, (_, i) => `agent:main:t${i}`);
-      for (const target of targets) await store.watch("agent:main:main", { agentId: "main", key: target }, 1);
+      for (const target of targets) await store.watch("agent:main:main", { namespace: "default", agentId: "main", key: target }, 1);
 
       const received: NoticeStreamItem[] = [];
       let stalled = true;
       let resume: () => void = () => {};
       const serving = hub.serve(
-        { watcherKeys: ["agent:main:main"], prefixes: [] },
+        { namespace: "default", watcherKeys: ["agent:main:main"], prefixes: [] },
         {
           send: (item) => {
             received.push(item);
@@ -39,7 +39,7 @@ describe("notice hub", () => {
       // 1,000 appends land while the subscriber is stalled; acks keep reopening notices.
       for (let round = 0; round < 100; round++) {
         for (const target of targets) await store.append(humanTurn(target, 2));
-        const pending = await store.pendingCursors(["agent:main:main"], []);
+        const pending = await store.pendingCursors("default", ["agent:main:main"], []);
         await store.ackNotices(
           pending.map((c) => ({ watcherKey: c.watcherKey, target: c.target, notifiedVersion: c.notified })),
           2,
@@ -56,7 +56,7 @@ describe("notice hub", () => {
       await tick();
       const notices = received.slice(1).map((item) => ("notice" in item ? item.notice : undefined));
       assert.equal(notices.length, targets.length, "one notice per pair, the newest state");
-      const pending = await store.pendingCursors(["agent:main:main"], []);
+      const pending = await store.pendingCursors("default", ["agent:main:main"], []);
       assert.deepEqual(
         notices.map((n) => [n?.target.key, n?.notifiedVersion]).sort(),
         pending.map((c) => [c.target.key, c.notified]).sort(),

@@ -51,7 +51,7 @@ describe("the feed between replicas on PostgreSQL", { skip: skipWithoutPostgres(
     const [a, b] = [await openStore(schema), await openStore(schema)];
     const targets = Array.from({ length: 300 }, (_, i) => `agent:main:subagent:t${i}`);
     try {
-      for (const target of targets) await a.watch(watcher, { agentId: "main", key: target }, 1);
+      for (const target of targets) await a.watch(watcher, { namespace: "default", agentId: "main", key: target }, 1);
       const onB = recordFeed(b);
       // B commits all the while, none of its commits changing a pair (an unwatched session).
       let busy = true;
@@ -79,7 +79,7 @@ describe("the feed between replicas on PostgreSQL", { skip: skipWithoutPostgres(
     const store = await openStore(schema);
     const targets = Array.from({ length: 200 }, (_, i) => `agent:main:subagent:t${i}`);
     try {
-      for (const target of targets) await store.watch(watcher, { agentId: "main", key: target }, 1);
+      for (const target of targets) await store.watch(watcher, { namespace: "default", agentId: "main", key: target }, 1);
       const seen = recordFeed(store);
       await Promise.all(targets.map((target) => store.append(storeAppend(target, Date.now(), "human_direct_message"))));
       await sleep(2500); // the feed's timer has read everything by now
@@ -102,11 +102,11 @@ describe("the feed between replicas on PostgreSQL", { skip: skipWithoutPostgres(
     hub.start();
     const received: NoticeStreamItem[] = [];
     const abort = new AbortController();
-    const serving = hub.serve({ watcherKeys: [watcher], prefixes: [] }, { send: (item) => received.push(item) > 0, drained: async () => {} }, abort.signal);
+    const serving = hub.serve({ namespace: "default", watcherKeys: [watcher], prefixes: [] }, { send: (item) => received.push(item) > 0, drained: async () => {} }, abort.signal);
     const targets = Array.from({ length: 5 }, (_, i) => `agent:main:subagent:t${i}`);
     const database = await connectTestClient(cluster.url, schema);
     try {
-      for (const target of targets) await a.watch(watcher, { agentId: "main", key: target }, 1);
+      for (const target of targets) await a.watch(watcher, { namespace: "default", agentId: "main", key: target }, 1);
       await until(() => received.length === 1, 2000);
       assert.deepEqual(received, [{ synced: { pendingDelivered: 0 } }]);
       proxy.blackhole();

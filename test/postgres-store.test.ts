@@ -40,7 +40,7 @@ describe("the PostgreSQL store", { skip: skipWithoutPostgres() }, () => {
         ["fulfilled", "rejected", "fulfilled"],
       );
       const sequences = outcomes.flatMap((o) => (o.status === "fulfilled" && o.value.recorded ? [o.value.event.sequence] : []));
-      const status = await store.sessionStatus({ agentId: "main", key }, 0, 10);
+      const status = await store.sessionStatus({ namespace: "default", agentId: "main", key }, 0, 10);
       assert.deepEqual(
         status.changes!.events.map((e) => e.sequence),
         sequences,
@@ -59,7 +59,7 @@ describe("the PostgreSQL store", { skip: skipWithoutPostgres() }, () => {
     const store = await openStore();
     try {
       await assert.rejects(store.append({ ...storeAppend("agent:main:alone", 1), summary: "\u0000" }));
-      const status = await store.sessionStatus({ agentId: "main", key: "agent:main:alone" }, 0, 10);
+      const status = await store.sessionStatus({ namespace: "default", agentId: "main", key: "agent:main:alone" }, 0, 10);
       assert.equal(status.stateVersion, 0);
     } finally {
       await store.close();

@@ -174,7 +174,7 @@ describe(onBackend("the store reads a session's events as one blob"), { skip: sk
     const { store } = await openBehaviourStore(dir.dir, () => 1000, (fields) => wireOf(fields.sequence));
     try {
       for (let i = 0; i < 60; i++) await store.append(storeAppend(i % 3 === 0 ? "agent:main:a" : "agent:main:b", 1000));
-      const session = { agentId: "main", key: "agent:main:a" };
+      const session = { namespace: "default", agentId: "main", key: "agent:main:a" };
       const all = await store.sessionStatus(session, 0, 200);
       assert.deepEqual(all.changes?.events.map((e) => e.sequence), Array.from({ length: 20 }, (_, i) => 1 + 3 * i));
       for (const event of all.changes!.events) assert.deepEqual([...event.wire], [...wireOf(event.sequence)], `event ${event.sequence}`);

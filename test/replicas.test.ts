@@ -498,6 +498,43 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
     }
   });
 
+  test("namespaces across replicas: the same keys in two namespaces, written through either replica, notify and list only their own", async () => {
+    const schema = freshSchema();
+    const [r1, r2] = [await startReplica(schema), await startReplica(schema)];
+    const inNamespace = (replica: Replica, namespace: string) =>
+      new SessionStateClient({ address: replica.process.address, namespace, logger: silentLogger });
+    const a1 = inNamespace(r1, "team-a");
+    const b1 = inNamespace(r1, "team-b");
+    const a2 = inNamespace(r2, "team-a");
+    const b2 = inNamespace(r2, "team-b");
+    const abort = new AbortController();
+    try {
+      await a1.watch.watch({ watcherSessionKey: boss, target: { key: worker } });
+      await b2.watch.watch({ watcherSessionKey: boss, target: { key: worker } });
+      const seen: string[] = [];
+      const follow = (client: SessionStateClient, label: string) =>
+        (async () => {
+          for await (const notice of client.subscribe({ watchers: [boss], signal: abort.signal })) seen.push(`${label} ${notice.notifiedVersion}`);
+        })().catch(() => undefined);
+      const following = [follow(a2, "a"), follow(b1, "b")];
+      const inA = await a1.append(human(worker));
+      const inB = await b2.append(human(worker));
+      const deadline = Date.now() + 5000;
+      while (seen.length < 2 && Date.now() < deadline) await sleep(20);
+      await sleep(300); // anything that should not come would have come by now
+      assert.deepEqual(seen.sort(), [`a ${inA.event!.sequence}`, `b ${inB.event!.sequence}`].sort(), "each replica's subscriber hears its own namespace only");
+      assert.deepEqual((await a2.reconcile.listSessions({})).sessions.map((s) => s.stateVersion), [inA.event!.sequence]);
+      assert.deepEqual((await b1.reconcile.listSessions({})).sessions.map((s) => s.stateVersion), [inB.event!.sequence]);
+      abort.abort();
+      await Promise.all(following);
+    } finally {
+      abort.abort();
+      for (const client of [a1, b1, a2, b2]) client.close();
+      await r1.stop();
+      await r2.stop();
+    }
+  });
+
   test("two replicas started at the same moment on an empty schema both come up; one facing a newer schema exits 1 naming both versions", async () => {
     const schema = freshSchema();
     const both = await Promise.all([startReplica(schema), startReplica(schema)]);

@@ -52,10 +52,10 @@ describe("retention", () => {
       assert.deepEqual(totals, { eventsRemoved: 3, cursorsRemoved: 0 });
       assert.deepEqual(steps, [2, 1]);
       // Sequences 1, 2 and 3 went: one each of s0, s1 and s2. s2's next event is 10.
-      const oldest = await store.sessionStatus({ agentId: "main", key: "agent:main:s2" }, 0, 1);
+      const oldest = await store.sessionStatus({ namespace: "default", agentId: "main", key: "agent:main:s2" }, 0, 1);
       assert.equal(oldest.changes?.events[0]?.sequence, 10);
       assert.equal(oldest.changes?.historyGap, true);
-      const s0 = await store.sessionStatus({ agentId: "main", key: "agent:main:s0" }, 1, 1);
+      const s0 = await store.sessionStatus({ namespace: "default", agentId: "main", key: "agent:main:s0" }, 1, 1);
       assert.equal(s0.changes?.historyGap, false, "s0's watermark is 1");
       const next = await store.append(input("agent:main:x", clock.nowMs()));
       assert.equal(next.recorded && next.event.sequence, 50_004);

@@ -17,6 +17,7 @@ const behaviourFiles = [
   "test/retention.test.ts",
   "test/client.test.ts",
   "test/limits-metrics.test.ts",
+  "test/namespaces.test.ts",
 ];
 
 if (postgresBinDir() === undefined) {

@@ -131,7 +131,7 @@ describe("StatusAnswerCache", () => {
     const stamps = new Map<string, number>();
     const cache = new StatusAnswerCache(maxBytes, (session) => stamps.get(session.key) ?? 0);
     const ask = (key: string, read?: WireMessage<typeof SessionStatusResponseSchema>) => {
-      const found = cache.lookup({ agentId: "main", key }, 0, 200);
+      const found = cache.lookup({ namespace: "default", agentId: "main", key }, 0, 200);
       if ("answer" in found) return found.answer;
       if (read !== undefined) found.remember(read);
       return undefined;
@@ -152,7 +152,7 @@ describe("StatusAnswerCache", () => {
 
   test("a write between the lookup and the store's read makes the answer miss later", () => {
     const { stamps, ask, cache } = cacheOf(1000);
-    const found = cache.lookup({ agentId: "main", key: W }, 0, 200);
+    const found = cache.lookup({ namespace: "default", agentId: "main", key: W }, 0, 200);
     assert.ok("remember" in found);
     stamps.set(W, 1); // the write
     found.remember(answer(10)); // read after the write, remembered under the stamp from before it
@@ -161,13 +161,15 @@ describe("StatusAnswerCache", () => {
 
   test("keys tell apart every part of the question", () => {
     const keys = [
-      StatusAnswerCache.keyOf("a", "agent:a:b", 0, 200),
-      StatusAnswerCache.keyOf("a", "agent:a:b", undefined, 200),
-      StatusAnswerCache.keyOf("a", "agent:a:b", 0, 20),
-      StatusAnswerCache.keyOf("a", "agent:a:b", 1, 200),
-      StatusAnswerCache.keyOf("a", "gent:a:b", 0, 200),
-      StatusAnswerCache.keyOf("aa", "gent:a:b", 0, 200),
-      StatusAnswerCache.keyOf("", "agent:a:b", 0, 200),
+      StatusAnswerCache.keyOf({ namespace: "default", agentId: "a", key: "agent:a:b" }, 0, 200),
+      StatusAnswerCache.keyOf({ namespace: "default", agentId: "a", key: "agent:a:b" }, undefined, 200),
+      StatusAnswerCache.keyOf({ namespace: "default", agentId: "a", key: "agent:a:b" }, 0, 20),
+      StatusAnswerCache.keyOf({ namespace: "default", agentId: "a", key: "agent:a:b" }, 1, 200),
+      StatusAnswerCache.keyOf({ namespace: "default", agentId: "a", key: "gent:a:b" }, 0, 200),
+      StatusAnswerCache.keyOf({ namespace: "default", agentId: "aa", key: "gent:a:b" }, 0, 200),
+      StatusAnswerCache.keyOf({ namespace: "default", agentId: "", key: "agent:a:b" }, 0, 200),
+      StatusAnswerCache.keyOf({ namespace: "other", agentId: "a", key: "agent:a:b" }, 0, 200),
+      StatusAnswerCache.keyOf({ namespace: "defaulta", agentId: "", key: "agent:a:b" }, 0, 200),
     ];
     assert.equal(new Set(keys).size, keys.length);
   });
@@ -177,9 +179,10 @@ describe("StatusAnswerCache", () => {
     for (let i = 0; i < 4; i++) ask(`k${i}`, answer(100));
     assert.equal(cache.size.answers, 4);
     ask("k0");
-    // Each takes 114 bytes (100 and its key): 8 fit, so the 9th pushes out the least recently used, k1.
+    // Each takes 123 bytes (100 and its key, which names the namespace): 8 fit, so the 9th pushes out the
+    // least recently used, k1.
     for (let i = 4; i < 9; i++) ask(`k${i}`, answer(100));
-    assert.deepEqual(cache.size, { answers: 8, bytes: 912 });
+    assert.deepEqual(cache.size, { answers: 8, bytes: 984 });
     assert.equal(ask("k1"), undefined);
     for (const kept of ["k0", "k2", "k3", "k8"]) assert.notEqual(ask(kept), undefined, kept);
     // An answer above an eighth of the bound is not kept at all; a bound of 0 keeps nothing.
@@ -194,8 +197,8 @@ describe("StatusAnswerCache", () => {
 describe("ChangeStamps", () => {
   test("a bump changes the session's stamp and no stamp read before it comes back", () => {
     const stamps = new ChangeStamps();
-    const a = { agentId: "main", key: W };
-    const b = { agentId: "main", key: C };
+    const a = { namespace: "default", agentId: "main", key: W };
+    const b = { namespace: "default", agentId: "main", key: C };
     const seen = new Set([stamps.of(a)]);
     for (let i = 0; i < 5; i++) {
       stamps.bump(a);

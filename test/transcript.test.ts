@@ -324,7 +324,7 @@ describe("what gateways report for the monitor, kept in the store", () => {
       dir.remove();
     }
   };
-  const session = { agentId: "main", key: "agent:main:main" };
+  const session = { namespace: "default", agentId: "main", key: "agent:main:main" };
 
   test("keeps the 10 most recent own texts, compared normalised and case-sensitively, per session", () =>
     withActivity(async (activity) => {
@@ -333,7 +333,7 @@ describe("what gateways report for the monitor, kept in the store", () => {
       let isEcho = await activity.ownEchoTest(session);
       assert.equal(isEcho(" Deploy the service "), true);
       assert.equal(isEcho("deploy the service"), false);
-      assert.equal((await activity.ownEchoTest({ agentId: "ops", key: "agent:main:main" }))("Deploy the service"), false);
+      assert.equal((await activity.ownEchoTest({ namespace: "default", agentId: "ops", key: "agent:main:main" }))("Deploy the service"), false);
       for (let i = 0; i < 10; i++) await activity.recordOwnText(session, `text ${i}`);
       isEcho = await activity.ownEchoTest(session);
       assert.equal(isEcho("Deploy the service"), false, "the 11th most recent is forgotten");

@@ -400,7 +400,7 @@ describe("a local link whose catalog has no classifier (adopted by an earlier ve
       store = opened;
     });
     try {
-      const session = { agentId: "main", key: S };
+      const session = { namespace: "default", agentId: "main", key: S };
       const nowMs = t.clock.nowMs();
       await store!.adopt({
         adoptedEvent: { session, kind: "adopted", actorType: "system", summary: "adopted from gemini", occurredAtMs: nowMs, nowMs, payload: {}, notifyWatcherKeys: [], onlyIfWatched: false },

@@ -17,7 +17,7 @@ import {
   watchCursor,
 } from "../src/domain/write-rules.js";
 
-const target: SessionId = { agentId: "ops", key: "agent:ops:worker" };
+const target: SessionId = { namespace: "default", agentId: "ops", key: "agent:ops:worker" };
 const nowMs = 1_000;
 
 function input(kind: EventKind, extra: Partial<AppendInput> = {}): AppendInput {
@@ -98,6 +98,7 @@ describe("write rules", () => {
     const fields = eventOfAppend(input("run_failed", { actorId: "agent:main:boss", runId: "r1", payload: { outcome: "error" } }), 42);
     assert.deepEqual(fields, {
       sequence: 42,
+      namespace: "default",
       agentId: "ops",
       sessionKey: "agent:ops:worker",
       kind: "run_failed",

@@ -62,7 +62,7 @@ const sessionRefField = SessionRefSchema.field;
 const timestampField = TimestampSchema.field;
 
 /** A SessionRef message field, agent id always filled in. */
-export function writeSessionRef(writer: BinaryWriter, field: number, session: SessionId): void {
+export function writeSessionRef(writer: BinaryWriter, field: number, session: Pick<SessionId, "agentId" | "key">): void {
   writeMessage(writer, field, (w) => {
     writeString(w, sessionRefField.key.number, session.key);
     writeString(w, sessionRefField.agentId.number, session.agentId);

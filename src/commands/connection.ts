@@ -1,10 +1,12 @@
 import { readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { SessionStateClient, type ClientOptions } from "../../clients/typescript/src/session-state-client.js";
+import { isValidNamespace } from "../domain/session-key.js";
 
 /** Flags every operator command takes to reach the server. */
 export const connectionOptions = {
   server: { type: "string" },
+  namespace: { type: "string" },
   "token-file": { type: "string" },
   "tls-ca": { type: "string" },
   "tls-client-cert": { type: "string" },
@@ -13,6 +15,7 @@ export const connectionOptions = {
 
 export const connectionUsage = `connection (flags, or environment variables):
   --server HOST:PORT         SESSIONSTATE_SERVER       default 127.0.0.1:50051
+  --namespace NAME           SESSIONSTATE_NAMESPACE    default: the server's "default"
   --token-file PATH          SESSIONSTATE_TOKEN        (the variable holds the token itself)
   --tls-ca PATH              SESSIONSTATE_TLS_CA       use TLS, trusting this CA
   --tls-client-cert PATH --tls-client-key PATH         for mutual TLS`;
@@ -45,6 +48,11 @@ export function clientFromFlags(values: Record<string, unknown>, env: NodeJS.Pro
     }
   };
   const options: ClientOptions = { address: text("server") ?? env.SESSIONSTATE_SERVER ?? "127.0.0.1:50051" };
+  const namespace = text("namespace") ?? env.SESSIONSTATE_NAMESPACE;
+  if (namespace !== undefined && namespace !== "") {
+    if (!isValidNamespace(namespace)) throw new UsageError(`--namespace: "${namespace}" is not a namespace ([a-z0-9][a-z0-9-]{0,62})`);
+    options.namespace = namespace;
+  }
   const tokenFile = text("token-file");
   const token = tokenFile === undefined ? env.SESSIONSTATE_TOKEN : read(tokenFile).toString("utf8").trim();
   if (token !== undefined && token !== "") options.token = token;

@@ -50,6 +50,8 @@ export interface EventPayload {
 /** One entry of the signal log: its fields. Times are milliseconds since the Unix epoch. */
 export interface EventFields {
   sequence: number;
+  /** The namespace of the event's session (never on the wire: a client knows the namespace it asked in). */
+  namespace: string;
   agentId: string;
   sessionKey: string;
   kind: EventKind;

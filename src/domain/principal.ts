@@ -5,4 +5,11 @@ export interface Principal {
   readonly admin: boolean;
   /** Agent ids (lower-case) this principal may act for; empty for admins (who may act for all). */
   readonly agents: ReadonlySet<string>;
+  /** Namespaces this principal may use (SPEC §12.1): a set, or "all" (`"*"` in the tokens file; every admin). */
+  readonly namespaces: ReadonlySet<string> | "all";
+}
+
+/** True when `principal` may make requests in `namespace`. */
+export function mayUseNamespace(principal: Principal, namespace: string): boolean {
+  return principal.admin || principal.namespaces === "all" || principal.namespaces.has(namespace);
 }

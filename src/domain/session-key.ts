@@ -3,13 +3,37 @@ import { invalidArgument } from "../errors.js";
 /** The agent a bare key belongs to when the caller names none. */
 export const defaultAgentId = "main";
 
+/** The namespace of a request that names none (SPEC §12.1); existing data was migrated into it. */
+export const defaultNamespace = "default";
+
+const namespacePattern = /^[a-z0-9][a-z0-9-]{0,62}$/u;
+
+/** True for a well-formed namespace: `[a-z0-9][a-z0-9-]{0,62}`. */
+export function isValidNamespace(name: string): boolean {
+  return namespacePattern.test(name);
+}
+
+/**
+ * A namespace as a request names it: absent or empty is `default`; anything not `[a-z0-9][a-z0-9-]{0,62}`
+ * is INVALID_ARGUMENT naming `field` (no case folding: `Team-A` is refused, not taken for `team-a`).
+ */
+export function normalizeNamespace(field: string, raw: string | undefined): string {
+  if (raw === undefined || raw === "") return defaultNamespace;
+  if (!isValidNamespace(raw)) throw invalidArgument(field, "must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit");
+  return raw;
+}
+
 /** Longest session key, in UTF-8 bytes. */
 export const maxKeyBytes = 512;
 /** Longest agent id, in UTF-8 bytes. */
 export const maxAgentIdBytes = 128;
 
-/** A normalised session identity: both parts trimmed and lower-cased. */
+/**
+ * A normalised session identity: its namespace, and its agent id and key, both trimmed and lower-cased.
+ * The same key in two namespaces is two sessions; a watcher and its target are always in one namespace.
+ */
 export interface SessionId {
+  readonly namespace: string;
   readonly agentId: string;
   readonly key: string;
 }
@@ -80,7 +104,7 @@ export function normalizeAgentId(field: string, raw: string): string {
  * and a given `agentId` must match it; a bare key belongs to `agentId`, or `main` when none is given.
  * `field` names the SessionRef in error messages (for example `session` or `target`).
  */
-export function resolveSessionId(field: string, rawKey: string, rawAgentId: string): SessionId {
+export function resolveSessionId(field: string, rawKey: string, rawAgentId: string, namespace: string): SessionId {
   const key = normalizeKey(`${field}.key`, rawKey);
   const given = rawAgentId.trim() === "" ? undefined : normalizeAgentId(`${field}.agent_id`, rawAgentId);
   const fromKey = agentIdOfKey(key);
@@ -88,13 +112,13 @@ export function resolveSessionId(field: string, rawKey: string, rawAgentId: stri
     if (given !== undefined && given !== fromKey) {
       throw invalidArgument(`${field}.agent_id`, `"${given}" does not match the key's agent "${fromKey}"`);
     }
-    return { agentId: fromKey, key };
+    return { namespace, agentId: fromKey, key };
   }
-  return { agentId: given ?? defaultAgentId, key };
+  return { namespace, agentId: given ?? defaultAgentId, key };
 }
 
-/** The identity of an agent-qualified watcher key, or `undefined` for a bare key. */
-export function watcherIdOfKey(key: string): SessionId | undefined {
+/** The identity of an agent-qualified watcher key in `namespace`, or `undefined` for a bare key. */
+export function watcherIdOfKey(key: string, namespace: string): SessionId | undefined {
   const agentId = agentIdOfKey(key);
-  return agentId === undefined ? undefined : { agentId, key };
+  return agentId === undefined ? undefined : { namespace, agentId, key };
 }

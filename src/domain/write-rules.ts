@@ -38,6 +38,7 @@ export function appendNeedsTargetCursors(input: AppendInput): boolean {
 export function eventOfAppend(input: AppendInput, sequence: number): EventFields {
   const event: EventFields = {
     sequence,
+    namespace: input.session.namespace,
     agentId: input.session.agentId,
     sessionKey: input.session.key,
     kind: input.kind,
@@ -120,7 +121,7 @@ export function cursorEffectsOfEvent(
 
 /** The identity of a pair, for maps. */
 export function pairKeyOf(watcherKey: string, target: SessionId): string {
-  return `${watcherKey}\u0000${target.agentId}\u0000${target.key}`;
+  return `${target.namespace}\u0000${watcherKey}\u0000${target.agentId}\u0000${target.key}`;
 }
 
 /** What a series of acknowledgements does: one outcome per ack, the rows to write and the pairs changed. */

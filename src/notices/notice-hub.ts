@@ -5,8 +5,9 @@ import { pairKeyOf } from "../domain/write-rules.js";
 import { isPending } from "../domain/cursor-machine.js";
 import { noticeFromCursor, type Notice } from "../domain/notice.js";
 
-/** Which watchers a subscriber serves: exact keys and key prefixes, all normalised. */
+/** Which watchers a subscriber serves: in one namespace, exact keys and key prefixes, all normalised. */
 export interface NoticeFilter {
+  namespace: string;
   watcherKeys: readonly string[];
   prefixes: readonly string[];
 }
@@ -28,11 +29,16 @@ export interface NoticeSink {
  * store provides it.
  */
 export interface NoticeSource {
-  pendingCursors(watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]>;
+  pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]>;
   getCursor(watcherKey: string, target: PairChange["target"]): Promise<CursorRecord | undefined>;
   onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void;
   /** Gaps in that feed, where every pending pair must be read again (see Store). */
   onFeedGap?(listener: () => void): () => void;
+}
+
+/** A watcher's identity across namespaces: a watcher and its targets share one namespace. */
+function watcherIn(namespace: string, watcherKey: string): string {
+  return `${namespace}\u0000${watcherKey}`;
 }
 
 function pairKey(change: PairChange): string {
@@ -53,8 +59,8 @@ class Subscription {
 
   constructor(readonly filter: NoticeFilter) {}
 
-  matchesPrefix(watcherKey: string): boolean {
-    return this.filter.prefixes.some((prefix) => watcherKey.startsWith(prefix));
+  matchesPrefix(change: PairChange): boolean {
+    return change.target.namespace === this.filter.namespace && this.filter.prefixes.some((prefix) => change.watcherKey.startsWith(prefix));
   }
 
   markDirty(change: PairChange): void {
@@ -95,6 +101,7 @@ class Subscription {
  * entry per pair.
  */
 export class NoticeHub {
+  /** Subscriptions by the watchers they name, keyed by `watcherIn` (namespace and watcher key). */
   private readonly byWatcher = new Map<string, Set<Subscription>>();
   private readonly byPrefix = new Set<Subscription>();
   private unsubscribe: (() => void) | undefined;
@@ -161,7 +168,7 @@ export class NoticeHub {
         if (!sink.send(item)) await sink.drained();
       };
       let pendingDelivered = 0;
-      for (const cursor of await this.store.pendingCursors(filter.watcherKeys, filter.prefixes)) {
+      for (const cursor of await this.store.pendingCursors(filter.namespace, filter.watcherKeys, filter.prefixes)) {
         if (signal.aborted) return;
         sub.sent.set(pairKey(cursor), cursor.notified);
         await send({ notice: noticeFromCursor(cursor) });
@@ -174,7 +181,7 @@ export class NoticeHub {
           sub.rereadAll = false;
           // Every pair pending now is checked again; a pair sent before and pending no more is forgotten.
           const pending = new Set<string>();
-          for (const cursor of await this.store.pendingCursors(filter.watcherKeys, filter.prefixes)) {
+          for (const cursor of await this.store.pendingCursors(filter.namespace, filter.watcherKeys, filter.prefixes)) {
             pending.add(pairKey(cursor));
             sub.dirty.set(pairKey(cursor), cursor);
           }
@@ -203,7 +210,8 @@ export class NoticeHub {
   }
 
   private register(sub: Subscription): void {
-    for (const key of sub.filter.watcherKeys) {
+    for (const watcherKey of sub.filter.watcherKeys) {
+      const key = watcherIn(sub.filter.namespace, watcherKey);
       let subs = this.byWatcher.get(key);
       if (subs === undefined) this.byWatcher.set(key, (subs = new Set()));
       subs.add(sub);
@@ -212,7 +220,8 @@ export class NoticeHub {
   }
 
   private unregister(sub: Subscription): void {
-    for (const key of sub.filter.watcherKeys) {
+    for (const watcherKey of sub.filter.watcherKeys) {
+      const key = watcherIn(sub.filter.namespace, watcherKey);
       const subs = this.byWatcher.get(key);
       subs?.delete(sub);
       if (subs?.size === 0) this.byWatcher.delete(key);
@@ -223,8 +232,8 @@ export class NoticeHub {
   private dispatch(changes: readonly PairChange[]): void {
     try {
       for (const change of changes) {
-        for (const sub of this.byWatcher.get(change.watcherKey) ?? []) sub.markDirty(change);
-        for (const sub of this.byPrefix) if (sub.matchesPrefix(change.watcherKey)) sub.markDirty(change);
+        for (const sub of this.byWatcher.get(watcherIn(change.target.namespace, change.watcherKey)) ?? []) sub.markDirty(change);
+        for (const sub of this.byPrefix) if (sub.matchesPrefix(change)) sub.markDirty(change);
       }
     } catch (err) {
       // The feed runs inside the writer's call: a delivery fault must never fail the write.

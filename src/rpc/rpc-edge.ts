@@ -11,7 +11,8 @@ import {
   type sendUnaryData,
 } from "@grpc/grpc-js";
 import type { Logger } from "../logger.js";
-import type { Principal } from "../domain/principal.js";
+import { mayUseNamespace, type Principal } from "../domain/principal.js";
+import { defaultNamespace, isValidNamespace } from "../domain/session-key.js";
 import {
   grpcServiceDefinition,
   methodPath,
@@ -55,6 +56,34 @@ function authenticateCall(
   const principal = authenticate(match[1]!);
   if (principal === undefined) return { status: { code: GrpcStatus.UNAUTHENTICATED, details: "unknown bearer token" } };
   return { principal };
+}
+
+/** The request metadata that names a call's namespace (SPEC §12.1). */
+export const namespaceHeader = "sessionstate-namespace";
+
+/**
+ * The namespace of a call, or a refusal: absent is `default`; a malformed one is INVALID_ARGUMENT; one
+ * outside the principal's namespaces is PERMISSION_DENIED (admins may use any).
+ */
+function namespaceOfCall(metadata: Metadata, principal: Principal | undefined): { namespace: string } | { status: Status } {
+  const values = metadata.get(namespaceHeader);
+  const raw = values[0];
+  if (values.length > 1 || (raw !== undefined && typeof raw !== "string")) {
+    return { status: { code: GrpcStatus.INVALID_ARGUMENT, details: `${namespaceHeader}: give one namespace` } };
+  }
+  const namespace = raw === undefined || raw === "" ? defaultNamespace : raw;
+  if (!isValidNamespace(namespace)) {
+    return {
+      status: {
+        code: GrpcStatus.INVALID_ARGUMENT,
+        details: `${namespaceHeader}: must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit`,
+      },
+    };
+  }
+  if (principal !== undefined && !mayUseNamespace(principal, namespace)) {
+    return { status: { code: GrpcStatus.PERMISSION_DENIED, details: `namespace "${namespace}" is outside the scope of token "${principal.name}"` } };
+  }
+  return { namespace };
 }
 
 /** A response's bytes: a message is encoded, a `WireMessage` is already in wire form. */
@@ -198,9 +227,12 @@ export class RpcEdge {
       this.unaryInFlight.add(answerNow);
       const auth = authenticateCall(call.metadata, authenticate);
       if ("status" in auth) return callback(auth.status);
+      // Public services (health) are in no namespace.
+      const scope = isPublic ? { namespace: defaultNamespace } : namespaceOfCall(call.metadata, auth.principal);
+      if ("status" in scope) return callback(scope.status);
       const decoded = this.decode(method, call.request);
       if ("status" in decoded) return callback(decoded.status);
-      const context = new UnaryCallContext(path, auth.principal, call);
+      const context = new UnaryCallContext(path, auth.principal, scope.namespace, call);
       Promise.resolve()
         .then(() => handler(decoded.request as never, context))
         .then((response) => encode(method.output, response))
@@ -228,6 +260,8 @@ export class RpcEdge {
       if (!this.available && !isPublic) return refuse(notServing);
       const auth = authenticateCall(call.metadata, authenticate);
       if ("status" in auth) return refuse(auth.status);
+      const scope = isPublic ? { namespace: defaultNamespace } : namespaceOfCall(call.metadata, auth.principal);
+      if ("status" in scope) return refuse(scope.status);
       const decoded = this.decode(method, call.request);
       if ("status" in decoded) return refuse(decoded.status);
       // Health watches (clients' load balancers hold one per connection) are limited apart from notice
@@ -273,7 +307,7 @@ export class RpcEdge {
         send: (message) => !done && call.write(encode(method.output, message)),
         drained: () => waitForDrain(call, abort.signal),
       };
-      const context: CallContext = { signal: abort.signal, method: path, principal: auth.principal };
+      const context: CallContext = { signal: abort.signal, method: path, principal: auth.principal, namespace: scope.namespace };
       Promise.resolve()
         .then(() => handler(decoded.request as never, stream, context))
         .then(
@@ -297,6 +331,7 @@ class UnaryCallContext implements CallContext {
   constructor(
     readonly method: string,
     readonly principal: Principal | undefined,
+    readonly namespace: string,
     private readonly call: ServerUnaryCall<Buffer, Buffer>,
   ) {}
 

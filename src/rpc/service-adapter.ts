@@ -12,6 +12,11 @@ export interface CallContext {
   readonly method: string;
   /** The authenticated caller; `undefined` when authentication is off (or for public services). */
   readonly principal?: Principal;
+  /**
+   * The namespace the request is in (metadata `sessionstate-namespace`, absent: `default`), already
+   * checked against the principal's. Every session the request names is in it (SPEC §12.1).
+   */
+  readonly namespace: string;
 }
 
 /** The sending side of a server stream, with flow control. */

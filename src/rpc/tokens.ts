@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Principal } from "../domain/principal.js";
-import { normalizeAgentId } from "../domain/session-key.js";
+import { defaultNamespace, isValidNamespace, normalizeAgentId } from "../domain/session-key.js";
 
 /** One entry of the tokens file: a name, the SHA-256 of the token, and its scope. */
 interface TokenEntry {
@@ -15,8 +15,9 @@ export function hashToken(token: string): string {
 }
 
 /**
- * Parses a tokens file (`{ "tokens": [{ "name", "sha256", "agents": [...] | "admin": true }] }`). Throws an
- * Error listing every problem; never includes a hash in a message.
+ * Parses a tokens file (`{ "tokens": [{ "name", "sha256", "agents": [...] | "admin": true, "namespaces":
+ * [...] }] }`; namespaces absent: `["default"]`, `["*"]`: every one). Throws an Error listing every
+ * problem; never includes a hash in a message.
  */
 export function parseTokensFile(text: string): TokenEntry[] {
   let document: unknown;
@@ -32,7 +33,7 @@ export function parseTokensFile(text: string): TokenEntry[] {
   const entries: TokenEntry[] = [];
   tokens.forEach((raw: unknown, i) => {
     const where = `tokens[${i}]`;
-    const token = raw as { name?: unknown; sha256?: unknown; agents?: unknown; admin?: unknown } | null;
+    const token = raw as { name?: unknown; sha256?: unknown; agents?: unknown; admin?: unknown; namespaces?: unknown } | null;
     if (typeof token !== "object" || token === null) return void problems.push(`${where}: must be an object`);
     const name = typeof token.name === "string" ? token.name.trim() : "";
     if (name === "") problems.push(`${where}.name: is required`);
@@ -55,7 +56,25 @@ export function parseTokensFile(text: string): TokenEntry[] {
       }
     }
     if (admin === (agents.size > 0)) problems.push(`${where}: give either "admin": true or a non-empty "agents" list`);
-    entries.push({ principal: { name, admin, agents: admin ? new Set() : agents }, digest: Buffer.from(sha, "hex") });
+    let namespaces: Set<string> | "all" = new Set([defaultNamespace]);
+    if (token.namespaces !== undefined) {
+      const listed = token.namespaces;
+      if (!Array.isArray(listed) || listed.length === 0) problems.push(`${where}.namespaces: must be a non-empty array of namespaces, or ["*"]`);
+      else if (listed.includes("*")) {
+        if (listed.length > 1) problems.push(`${where}.namespaces: "*" stands alone`);
+        namespaces = "all";
+      } else {
+        namespaces = new Set();
+        for (const namespace of listed as unknown[]) {
+          if (typeof namespace === "string" && isValidNamespace(namespace)) namespaces.add(namespace);
+          else problems.push(`${where}.namespaces: ${JSON.stringify(namespace)} is not a namespace ([a-z0-9][a-z0-9-]{0,62})`);
+        }
+      }
+    }
+    entries.push({
+      principal: { name, admin, agents: admin ? new Set() : agents, namespaces: admin ? "all" : namespaces },
+      digest: Buffer.from(sha, "hex"),
+    });
   });
   if (problems.length > 0) throw new Error(`invalid tokens file:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
   return entries;

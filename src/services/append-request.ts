@@ -12,11 +12,12 @@ export const maxSummaryChars = 200;
 export const maxNotifyKeys = 100;
 
 /**
- * Validates an AppendRequest and turns it into a store input. Throws INVALID_ARGUMENT naming the first
- * bad field; never truncates or repairs anything except trimming surrounding whitespace of ids.
+ * Validates an AppendRequest and turns it into a store input for a session of `namespace`. Throws
+ * INVALID_ARGUMENT naming the first bad field; never truncates or repairs anything except trimming
+ * surrounding whitespace of ids.
  */
-export function appendInputFromRequest(request: AppendRequest, nowMs: number): AppendInput {
-  const session = sessionIdFromRef("session", request.session);
+export function appendInputFromRequest(request: AppendRequest, nowMs: number, namespace: string): AppendInput {
+  const session = sessionIdFromRef("session", request.session, namespace);
   const kind = kindFromProto("kind", request.kind);
   const actorType = actorTypeFromProto("actor_type", request.actorType);
   if (kind === "human_direct_message" && actorType !== "human") {

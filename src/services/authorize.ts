@@ -47,7 +47,8 @@ export function agentPageOf(
   else authorizeAgents(context, [agentId]);
   const limit = pageSizeOf("page_size", request.pageSize);
   const position = decodePageToken("page_token", request.pageToken, 2);
-  return { agentId, limit, after: position === undefined ? undefined : { agentId: position[0]!, key: position[1]! } };
+  const after = position === undefined ? undefined : { namespace: context.namespace, agentId: position[0]!, key: position[1]! };
+  return { agentId, limit, after };
 }
 
 /** Refuses unless the caller is an admin (or auth is off). */

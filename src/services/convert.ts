@@ -37,10 +37,13 @@ export function outcomeFromProto(field: string, value: ProtoRunOutcome): RunOutc
   return outcome;
 }
 
-/** Resolves a required SessionRef field; INVALID_ARGUMENT naming `field` when it is missing or malformed. */
-export function sessionIdFromRef(field: string, ref: SessionRef | undefined): SessionId {
+/**
+ * Resolves a required SessionRef field into a session of `namespace` (the request's); INVALID_ARGUMENT
+ * naming `field` when it is missing or malformed.
+ */
+export function sessionIdFromRef(field: string, ref: SessionRef | undefined, namespace: string): SessionId {
   if (ref === undefined) throw invalidArgument(field, "is required");
-  return resolveSessionId(field, ref.key, ref.agentId);
+  return resolveSessionId(field, ref.key, ref.agentId, namespace);
 }
 
 /** A session identity as a SessionRef, agent id always filled in. */

@@ -29,7 +29,7 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
   const cache = stampOf !== undefined && statusCacheBytes > 0 ? new StatusAnswerCache(statusCacheBytes, stampOf) : undefined;
   return {
     sessionStatus: async (request, context) => {
-      const session = sessionIdFromRef("session", request.session);
+      const session = sessionIdFromRef("session", request.session, context.namespace);
       authorizeAgents(context, [session.agentId]);
       if (request.limit < 0) throw invalidArgument("limit", `must be between 0 and ${maxStatusEvents}`);
       const limit = request.limit === 0 ? maxStatusEvents : Math.min(request.limit, maxStatusEvents);
@@ -58,7 +58,7 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
     },
     listSessions: async (request, context) => {
       const { agentId, limit, after } = agentPageOf(context, request, "ListSessions");
-      const heads = await store.listSessions({ agentId, after, limit: limit + 1 });
+      const heads = await store.listSessions({ namespace: context.namespace, agentId, after, limit: limit + 1 });
       const { page, nextPageToken } = paginate(heads, limit, (head) => [head.session.agentId, head.session.key]);
       return {
         sessions: page.map((head) => ({
@@ -75,7 +75,7 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
       if (request.sessions.length > maxVersionRefs) {
         throw invalidArgument("sessions", `at most ${maxVersionRefs} sessions per call (got ${request.sessions.length})`);
       }
-      const sessions = request.sessions.map((ref, i) => sessionIdFromRef(`sessions[${i}]`, ref));
+      const sessions = request.sessions.map((ref, i) => sessionIdFromRef(`sessions[${i}]`, ref, context.namespace));
       authorizeAgents(context, new Set(sessions.map((session) => session.agentId)));
       const versions = await store.getStateVersions(sessions);
       return {

@@ -31,7 +31,7 @@ export const maxBatchAppends = 1000;
 export function signalLogHandlers({ store, clock, retention, metrics, log }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
   /** One append, validated, authorised and stored. */
   const appendOne = async (request: AppendRequest, context: CallContext): Promise<AppendOutcome> => {
-    const input = appendInputFromRequest(request, clock.nowMs());
+    const input = appendInputFromRequest(request, clock.nowMs(), context.namespace);
     authorizeAgents(context, [input.session.agentId]);
     authorizeKeys(context, input.notifyWatcherKeys);
     const outcome = await store.append(input);
@@ -64,10 +64,10 @@ export function signalLogHandlers({ store, clock, retention, metrics, log }: Sig
     resetSession: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
       authorizeKeys(context, [watcherKey]);
-      return { cursorsRemoved: await store.resetWatcher(watcherKey) };
+      return { cursorsRemoved: await store.resetWatcher(context.namespace, watcherKey) };
     },
     deleteSession: async (request, context) => {
-      const session = sessionIdFromRef("session", request.session);
+      const session = sessionIdFromRef("session", request.session, context.namespace);
       authorizeAgents(context, [session.agentId]);
       const removed = await store.deleteSession(session);
       return removed;

@@ -37,15 +37,16 @@ export class StatusAnswerCache {
    * the store, so a write in between only makes the answer remembered under it miss later.
    */
   lookup(session: SessionId, changesSince: number | undefined, limit: number): Lookup {
-    const key = StatusAnswerCache.keyOf(session.agentId, session.key, changesSince, limit);
+    const key = StatusAnswerCache.keyOf(session, changesSince, limit);
     const stamp = this.stampOf(session);
     const answer = this.get(key, stamp);
     return answer !== undefined ? { answer } : { remember: (read) => this.put(key, stamp, read) };
   }
 
-  /** The key of a question. */
-  static keyOf(agentId: string, key: string, changesSince: number | undefined, limit: number): string {
-    return `${limit} ${changesSince ?? "-"} ${agentId.length} ${agentId}${key}`;
+  /** The key of a question: lengths tell namespace, agent id and key apart without a separator. */
+  static keyOf(session: SessionId, changesSince: number | undefined, limit: number): string {
+    const { namespace, agentId, key } = session;
+    return `${limit} ${changesSince ?? "-"} ${namespace.length} ${namespace}${agentId.length} ${agentId}${key}`;
   }
 
   /** The answer remembered for `key` if it was read under `stamp`. */

@@ -67,7 +67,7 @@ const remoteKinds = new Map<RemoteItemKind, RemoteItem["kind"]>([
 export function upstreamHandlers({ store, monitor, activity, clock, transcriptRoot }: UpstreamDeps): ServiceHandlers<(typeof Upstream)["method"]> {
   return {
     adopt: async (request, context) => {
-      const session = sessionIdFromRef("session", request.session);
+      const session = sessionIdFromRef("session", request.session, context.namespace);
       authorizeAgents(context, [session.agentId]);
       const catalogId = optionalText("catalog_id", request.catalogId, 128);
       if (catalogId === undefined) throw invalidArgument("catalog_id", "is required");
@@ -141,13 +141,13 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
       };
     },
     setRunActive: async (request, context) => {
-      const session = sessionIdFromRef("session", request.session);
+      const session = sessionIdFromRef("session", request.session, context.namespace);
       authorizeAgents(context, [session.agentId]);
       await activity.setRunActive(session, request.active);
       return {};
     },
     recordOwnUserText: async (request, context) => {
-      const session = sessionIdFromRef("session", request.session);
+      const session = sessionIdFromRef("session", request.session, context.namespace);
       authorizeAgents(context, [session.agentId]);
       if (normalizeUserText(request.text) === "") throw invalidArgument("text", "is required");
       if (Buffer.byteLength(request.text, "utf8") > maxOwnTextBytes) throw invalidArgument("text", `must be at most ${maxOwnTextBytes} bytes`);
@@ -155,7 +155,7 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
       return {};
     },
     reportRemoteItems: async (request, context) => {
-      const session = sessionIdFromRef("session", request.session);
+      const session = sessionIdFromRef("session", request.session, context.namespace);
       authorizeAgents(context, [session.agentId]);
       if (request.items.length > maxRemoteItems) throw invalidArgument("items", `at most ${maxRemoteItems} items, newest first`);
       const nowMs = clock.nowMs();
@@ -173,13 +173,13 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
     },
     listUpstreamLinks: async (request, context) => {
       const { agentId, limit, after } = agentPageOf(context, request, "ListUpstreamLinks");
-      const links = await store.listLinks({ agentId, after, limit: limit + 1 });
+      const links = await store.listLinks({ namespace: context.namespace, agentId, after, limit: limit + 1 });
       const { page, nextPageToken } = paginate(links, limit, (link) => [link.session.agentId, link.session.key]);
       return { links: page.map(linkToProto), nextPageToken };
     },
     scanNow: async (_request, context) => {
       requireAdmin(context, "ScanNow");
-      return monitor.tick();
+      return monitor.tick(context.namespace);
     },
   };
 }

@@ -38,7 +38,7 @@ function versionOf(field: string, value: bigint): number {
   return value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(value);
 }
 
-function filterOf(watcherSessionKeys: readonly string[], watcherKeyPrefixes: readonly string[]): NoticeFilter {
+function filterOf(namespace: string, watcherSessionKeys: readonly string[], watcherKeyPrefixes: readonly string[]): NoticeFilter {
   if (watcherSessionKeys.length === 0 && watcherKeyPrefixes.length === 0) {
     throw invalidArgument("watcher_session_keys", "name at least one watcher key or watcher_key_prefixes entry");
   }
@@ -58,7 +58,7 @@ function filterOf(watcherSessionKeys: readonly string[], watcherKeyPrefixes: rea
       }),
     ),
   ];
-  return { watcherKeys, prefixes };
+  return { namespace, watcherKeys, prefixes };
 }
 
 /** The Watch service: cursors, the notice stream and acknowledgements. */
@@ -66,7 +66,7 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
   return {
     watch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
-      const target = sessionIdFromRef("target", request.target);
+      const target = sessionIdFromRef("target", request.target, context.namespace);
       authorizeKeys(context, [watcherKey]);
       authorizeAgents(context, [target.agentId]);
       if (!isAgentQualified(watcherKey)) {
@@ -77,7 +77,7 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
     },
     unwatch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
-      const target = sessionIdFromRef("target", request.target);
+      const target = sessionIdFromRef("target", request.target, context.namespace);
       authorizeKeys(context, [watcherKey]);
       authorizeAgents(context, [target.agentId]);
       return { removed: await store.unwatch(watcherKey, target) };
@@ -85,19 +85,19 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
     listWatches: async (request, context) => {
       const watcherKey =
         request.watcherSessionKey.trim() === "" ? undefined : normalizeKey("watcher_session_key", request.watcherSessionKey);
-      const target = request.target === undefined ? undefined : sessionIdFromRef("target", request.target);
+      const target = request.target === undefined ? undefined : sessionIdFromRef("target", request.target, context.namespace);
       if (watcherKey === undefined && target === undefined) requireAdmin(context, "ListWatches without a watcher or target");
       if (watcherKey !== undefined) authorizeKeys(context, [watcherKey]);
       if (target !== undefined) authorizeAgents(context, [target.agentId]);
       const limit = pageSizeOf("page_size", request.pageSize);
       const position = decodePageToken("page_token", request.pageToken, 3);
       const after = position === undefined ? undefined : ([position[0]!, position[1]!, position[2]!] as const);
-      const cursors = await store.listWatches({ watcherKey, target, after, limit: limit + 1 });
+      const cursors = await store.listWatches({ namespace: context.namespace, watcherKey, target, after, limit: limit + 1 });
       const { page, nextPageToken } = paginate(cursors, limit, (c) => [c.watcherKey, c.target.agentId, c.target.key]);
       return listWatchesResponse(page, nextPageToken);
     },
     subscribeStaleNotices: async (request, stream, context) => {
-      const filter = filterOf(request.watcherSessionKeys, request.watcherKeyPrefixes);
+      const filter = filterOf(context.namespace, request.watcherSessionKeys, request.watcherKeyPrefixes);
       authorizeKeys(context, filter.watcherKeys);
       authorizePrefixes(context, filter.prefixes);
       await hub.serve(
@@ -115,7 +115,7 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
       const acks = request.acks.map((ack, i): AckInput => {
         const input: AckInput = {
           watcherKey: watcherKeyOf(`acks[${i}].watcher_session_key`, ack.watcherSessionKey),
-          target: sessionIdFromRef(`acks[${i}].target`, ack.target),
+          target: sessionIdFromRef(`acks[${i}].target`, ack.target, context.namespace),
           notifiedVersion: versionOf(`acks[${i}].notified_version`, ack.notifiedVersion),
         };
         if (ack.reconciledThrough !== undefined) {

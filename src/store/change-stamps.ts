@@ -34,10 +34,12 @@ export class ChangeStamps {
   }
 }
 
-/** FNV-1a over the UTF-16 units of agent id and key. */
+/** FNV-1a over the UTF-16 units of namespace, agent id and key. */
 function slotOf(session: SessionId): number {
-  const { agentId, key } = session;
+  const { namespace, agentId, key } = session;
   let hash = 0x811c9dc5;
+  for (let i = 0; i < namespace.length; i++) hash = Math.imul(hash ^ namespace.charCodeAt(i), 0x01000193);
+  hash = Math.imul(hash ^ 0xffff, 0x01000193);
   for (let i = 0; i < agentId.length; i++) hash = Math.imul(hash ^ agentId.charCodeAt(i), 0x01000193);
   hash = Math.imul(hash ^ 0xffff, 0x01000193);
   for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);

@@ -23,126 +23,135 @@ export class CursorTables {
   private readonly pendingCount;
 
   constructor(db: Database.Database) {
-    this.one = db.prepare<[string, string, string], CursorRow>(
-      "SELECT * FROM cursors WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ?",
-    );
-    this.upsert = db.prepare<[string, string, string, number, number, number, number]>(
-      `INSERT INTO cursors (watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (watcher_key, target_agent_id, target_key) DO UPDATE
+    const pair = "namespace = ? AND watcher_key = ? AND target_agent_id = ? AND target_key = ?";
+    const target = "namespace = ? AND target_agent_id = ? AND target_key = ?";
+    this.one = db.prepare<[string, string, string, string], CursorRow>(`SELECT * FROM cursors WHERE ${pair}`);
+    this.upsert = db.prepare<[string, string, string, string, number, number, number, number]>(
+      `INSERT INTO cursors (namespace, watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (namespace, watcher_key, target_agent_id, target_key) DO UPDATE
        SET acked = excluded.acked, notified = excluded.notified, material = excluded.material,
            updated_at_ms = excluded.updated_at_ms`,
     );
-    this.touchRow = db.prepare<[number, string, string, string]>(
-      "UPDATE cursors SET updated_at_ms = ? WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ?",
-    );
-    this.ofTarget = db.prepare<[string, string], CursorRow>(
-      "SELECT * FROM cursors WHERE target_agent_id = ? AND target_key = ?",
-    );
-    this.anyOfTarget = db.prepare<[string, string], { one: number }>(
-      "SELECT 1 AS one FROM cursors WHERE target_agent_id = ? AND target_key = ? LIMIT 1",
-    );
+    this.touchRow = db.prepare<[number, string, string, string, string]>(`UPDATE cursors SET updated_at_ms = ? WHERE ${pair}`);
+    this.ofTarget = db.prepare<[string, string, string], CursorRow>(`SELECT * FROM cursors WHERE ${target}`);
+    this.anyOfTarget = db.prepare<[string, string, string], { one: number }>(`SELECT 1 AS one FROM cursors WHERE ${target} LIMIT 1`);
     // Removals return what they removed, so the store can announce the notices they closed.
-    this.deleteOne = db.prepare<[string, string, string], CursorRow>(
-      "DELETE FROM cursors WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ? RETURNING *",
+    this.deleteOne = db.prepare<[string, string, string, string], CursorRow>(`DELETE FROM cursors WHERE ${pair} RETURNING *`);
+    this.deleteOfWatcher = db.prepare<[string, string], CursorRow>(
+      "DELETE FROM cursors WHERE namespace = ? AND watcher_key = ? RETURNING *",
     );
-    this.deleteOfWatcher = db.prepare<[string], CursorRow>("DELETE FROM cursors WHERE watcher_key = ? RETURNING *");
-    this.deleteOfTarget = db.prepare<[string, string], CursorRow>(
-      "DELETE FROM cursors WHERE target_agent_id = ? AND target_key = ? RETURNING *",
+    this.deleteOfTarget = db.prepare<[string, string, string], CursorRow>(`DELETE FROM cursors WHERE ${target} RETURNING *`);
+    this.pendingOfWatcher = db.prepare<[string, string], CursorRow>(
+      "SELECT * FROM cursors WHERE namespace = ? AND watcher_key = ? AND notified > acked ORDER BY target_agent_id, target_key",
     );
-    this.pendingOfWatcher = db.prepare<[string], CursorRow>(
-      "SELECT * FROM cursors WHERE watcher_key = ? AND notified > acked ORDER BY target_agent_id, target_key",
-    );
-    this.pendingInRange = db.prepare<[string, string], CursorRow>(
-      `SELECT * FROM cursors WHERE watcher_key >= ? AND watcher_key < ? AND notified > acked
+    this.pendingInRange = db.prepare<[string, string, string], CursorRow>(
+      `SELECT * FROM cursors WHERE namespace = ? AND watcher_key >= ? AND watcher_key < ? AND notified > acked
        ORDER BY watcher_key, target_agent_id, target_key`,
     );
     const after = "(watcher_key, target_agent_id, target_key) > (?, ?, ?)";
     const order = "ORDER BY watcher_key, target_agent_id, target_key LIMIT ?";
-    this.pageAll = db.prepare<[string, string, string, number], CursorRow>(`SELECT * FROM cursors WHERE ${after} ${order}`);
-    this.pageOfWatcher = db.prepare<[string, string, string, string, number], CursorRow>(
-      `SELECT * FROM cursors WHERE watcher_key = ? AND ${after} ${order}`,
+    this.pageAll = db.prepare<[string, string, string, string, number], CursorRow>(
+      `SELECT * FROM cursors WHERE namespace = ? AND ${after} ${order}`,
     );
-    this.pageOfTarget = db.prepare<[string, string, string, string, string, number], CursorRow>(
-      `SELECT * FROM cursors WHERE target_agent_id = ? AND target_key = ? AND ${after} ${order}`,
+    this.pageOfWatcher = db.prepare<[string, string, string, string, string, number], CursorRow>(
+      `SELECT * FROM cursors WHERE namespace = ? AND watcher_key = ? AND ${after} ${order}`,
     );
-    this.pageOfPair = db.prepare<[string, string, string, string, string, string, number], CursorRow>(
-      `SELECT * FROM cursors WHERE watcher_key = ? AND target_agent_id = ? AND target_key = ? AND ${after} ${order}`,
+    this.pageOfTarget = db.prepare<[string, string, string, string, string, string, number], CursorRow>(
+      `SELECT * FROM cursors WHERE ${target} AND ${after} ${order}`,
+    );
+    this.pageOfPair = db.prepare<[string, string, string, string, string, string, string, number], CursorRow>(
+      `SELECT * FROM cursors WHERE ${pair} AND ${after} ${order}`,
     );
     this.pendingCount = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM cursors WHERE notified > acked");
     this.deleteUntouched = db.prepare<[number, number], CursorRow>(
-      `DELETE FROM cursors WHERE (watcher_key, target_agent_id, target_key) IN
-         (SELECT watcher_key, target_agent_id, target_key FROM cursors WHERE updated_at_ms < ? LIMIT ?)
+      `DELETE FROM cursors WHERE (namespace, watcher_key, target_agent_id, target_key) IN
+         (SELECT namespace, watcher_key, target_agent_id, target_key FROM cursors WHERE updated_at_ms < ? LIMIT ?)
        RETURNING *`,
     );
   }
 
   /** The cursor of a pair, if any. */
   get(watcherKey: string, target: SessionId): CursorRecord | undefined {
-    const row = this.one.get(watcherKey, target.agentId, target.key);
+    const row = this.one.get(target.namespace, watcherKey, target.agentId, target.key);
     return row === undefined ? undefined : cursorFromRow(row);
   }
 
   /** Creates or overwrites the cursor of a pair. */
   put(cursor: CursorRecord): void {
     const { target } = cursor;
-    this.upsert.run(cursor.watcherKey, target.agentId, target.key, cursor.acked, cursor.notified, cursor.material, cursor.updatedAtMs);
+    this.upsert.run(
+      target.namespace,
+      cursor.watcherKey,
+      target.agentId,
+      target.key,
+      cursor.acked,
+      cursor.notified,
+      cursor.material,
+      cursor.updatedAtMs,
+    );
   }
 
   /** Refreshes a cursor's lifetime without changing its marks. */
   touch(watcherKey: string, target: SessionId, nowMs: number): void {
-    this.touchRow.run(nowMs, watcherKey, target.agentId, target.key);
+    this.touchRow.run(nowMs, target.namespace, watcherKey, target.agentId, target.key);
   }
 
   /** Every cursor on `target`. */
   ofTargetSession(target: SessionId): CursorRecord[] {
-    return this.ofTarget.all(target.agentId, target.key).map(cursorFromRow);
+    return this.ofTarget.all(target.namespace, target.agentId, target.key).map(cursorFromRow);
   }
 
   /** True when at least one cursor targets `target`. */
   isWatched(target: SessionId): boolean {
-    return this.anyOfTarget.get(target.agentId, target.key) !== undefined;
+    return this.anyOfTarget.get(target.namespace, target.agentId, target.key) !== undefined;
   }
 
   /** Removes a pair's cursor; returns it, or `undefined` when there was none. */
   remove(watcherKey: string, target: SessionId): CursorRecord | undefined {
-    const row = this.deleteOne.get(watcherKey, target.agentId, target.key);
+    const row = this.deleteOne.get(target.namespace, watcherKey, target.agentId, target.key);
     return row === undefined ? undefined : cursorFromRow(row);
   }
 
-  /** Removes every cursor a watcher holds; returns them. */
-  removeOfWatcher(watcherKey: string): CursorRecord[] {
-    return this.deleteOfWatcher.all(watcherKey).map(cursorFromRow);
+  /** Removes every cursor a watcher of `namespace` holds; returns them. */
+  removeOfWatcher(namespace: string, watcherKey: string): CursorRecord[] {
+    return this.deleteOfWatcher.all(namespace, watcherKey).map(cursorFromRow);
   }
 
   /** Removes every cursor on a target; returns them. */
   removeOfTarget(target: SessionId): CursorRecord[] {
-    return this.deleteOfTarget.all(target.agentId, target.key).map(cursorFromRow);
+    return this.deleteOfTarget.all(target.namespace, target.agentId, target.key).map(cursorFromRow);
   }
 
-  /** Pending cursors (`N > L`) of the given watchers and of every watcher whose key starts with a prefix. */
-  pending(watcherKeys: readonly string[], prefixes: readonly string[]): CursorRecord[] {
+  /** Pending cursors (`N > L`) in `namespace` of the given watchers and of every watcher whose key starts with a prefix. */
+  pending(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): CursorRecord[] {
     const found = new Map<string, CursorRow>();
     const collect = (rows: CursorRow[]): void => {
       for (const row of rows) found.set(`${row.watcher_key}\u0000${row.target_agent_id}\u0000${row.target_key}`, row);
     };
-    for (const key of watcherKeys) collect(this.pendingOfWatcher.all(key));
-    for (const prefix of prefixes) collect(this.pendingInRange.all(prefix, prefix + topCharacter));
+    for (const key of watcherKeys) collect(this.pendingOfWatcher.all(namespace, key));
+    for (const prefix of prefixes) collect(this.pendingInRange.all(namespace, prefix, prefix + topCharacter));
     return [...found.values()].map(cursorFromRow);
   }
 
-  /** A page of cursors ordered by (watcher, target agent, target key), strictly after `after`. */
-  page(filter: { watcherKey?: string; target?: SessionId; after?: readonly [string, string, string]; limit: number }): CursorRecord[] {
+  /** A page of a namespace's cursors ordered by (watcher, target agent, target key), strictly after `after`. */
+  page(filter: {
+    namespace: string;
+    watcherKey?: string;
+    target?: SessionId;
+    after?: readonly [string, string, string];
+    limit: number;
+  }): CursorRecord[] {
     const [w, a, k] = filter.after ?? ["", "", ""];
-    const { watcherKey, target, limit } = filter;
+    const { namespace, watcherKey, target, limit } = filter;
     const rows =
       watcherKey !== undefined && target !== undefined
-        ? this.pageOfPair.all(watcherKey, target.agentId, target.key, w, a, k, limit)
+        ? this.pageOfPair.all(namespace, watcherKey, target.agentId, target.key, w, a, k, limit)
         : watcherKey !== undefined
-          ? this.pageOfWatcher.all(watcherKey, w, a, k, limit)
+          ? this.pageOfWatcher.all(namespace, watcherKey, w, a, k, limit)
           : target !== undefined
-            ? this.pageOfTarget.all(target.agentId, target.key, w, a, k, limit)
-            : this.pageAll.all(w, a, k, limit);
+            ? this.pageOfTarget.all(namespace, target.agentId, target.key, w, a, k, limit)
+            : this.pageAll.all(namespace, w, a, k, limit);
     return rows.map(cursorFromRow);
   }
 

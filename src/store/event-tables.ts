@@ -19,12 +19,12 @@ export interface StatusHead {
   earliestSequence: number;
 }
 
-const headColumns = `agent_id, session_key, state_version, pruned_through, updated_at_ms,
-  EXISTS (SELECT 1 FROM upstream_links AS l WHERE l.agent_id = heads.agent_id AND l.session_key = heads.session_key)
-    AS has_upstream`;
+const headColumns = `namespace, agent_id, session_key, state_version, pruned_through, updated_at_ms,
+  EXISTS (SELECT 1 FROM upstream_links AS l
+    WHERE l.namespace = heads.namespace AND l.agent_id = heads.agent_id AND l.session_key = heads.session_key) AS has_upstream`;
 
-/** The session_id of (agent id, key), as a subquery taking those two parameters. */
-const sessionIdOf = "(SELECT session_id FROM heads WHERE agent_id = ? AND session_key = ?)";
+/** A session by namespace, agent id and key: three parameters. */
+const sessionIs = "namespace = ? AND agent_id = ? AND session_key = ?";
 
 /**
  * Prepared statements over the `events` and `heads` tables. Events refer to their session by the head's
@@ -46,40 +46,38 @@ export class EventTables {
   private readonly deleteOfSession;
   private readonly deleteHeadRow;
   private readonly oldEvents;
-  private readonly oldestEvents;
-  private readonly countEvents;
+  private readonly oldestEventsIn;
+  private readonly countEventsByNamespace;
   private readonly raiseWatermark;
   private readonly deleteOne;
 
   constructor(db: Database.Database) {
     this.insert = db.prepare<unknown[]>(
-      `INSERT INTO events (sequence, session_id, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
+      `INSERT INTO events (sequence, session_id, namespace, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
          channel, turns, catalog_id, host_id, dedupe_key, wire)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.nextSequenceOf = db
       .prepare<[], number>("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) + 1")
       .pluck();
-    this.byDedupeKey = db.prepare<[string], EventRow>(
-      `SELECT e.sequence, h.agent_id, h.session_key, e.kind, e.actor_type, e.actor_id, e.run_id, e.summary,
+    this.byDedupeKey = db.prepare<[string, string], EventRow>(
+      `SELECT e.sequence, h.namespace, h.agent_id, h.session_key, e.kind, e.actor_type, e.actor_id, e.run_id, e.summary,
          e.occurred_at_ms, e.outcome, e.channel, e.turns, e.catalog_id, e.host_id, e.wire
-       FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ?`,
+       FROM events AS e JOIN heads AS h USING (session_id) WHERE e.namespace = ? AND e.dedupe_key = ?`,
     );
     this.upsertHead = db
-      .prepare<[string, string, number, number], number>(
-        `INSERT INTO heads (agent_id, session_key, state_version, updated_at_ms) VALUES (?, ?, ?, ?)
-         ON CONFLICT (agent_id, session_key) DO UPDATE
+      .prepare<[string, string, string, number, number], number>(
+        `INSERT INTO heads (namespace, agent_id, session_key, state_version, updated_at_ms) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (namespace, agent_id, session_key) DO UPDATE
          SET state_version = max(state_version, excluded.state_version), updated_at_ms = excluded.updated_at_ms
          RETURNING session_id`,
       )
       .pluck();
-    this.head = db.prepare<[string, string], HeadRow>(
-      `SELECT ${headColumns} FROM heads WHERE agent_id = ? AND session_key = ?`,
-    );
-    this.statusHeadOf = db.prepare<[string, string], StatusHead>(
+    this.head = db.prepare<[string, string, string], HeadRow>(`SELECT ${headColumns} FROM heads WHERE ${sessionIs}`);
+    this.statusHeadOf = db.prepare<[string, string, string], StatusHead>(
       `SELECT session_id AS sessionId, state_version AS stateVersion, pruned_through AS prunedThrough,
          coalesce((SELECT min(sequence) FROM events AS e WHERE e.session_id = heads.session_id), 0) AS earliestSequence
-       FROM heads WHERE agent_id = ? AND session_key = ?`,
+       FROM heads WHERE ${sessionIs}`,
     );
     this.after = db
       .prepare<[number, number, number], [string | null, Buffer | null]>(
@@ -87,19 +85,25 @@ export class EventTables {
          FROM (SELECT sequence, wire FROM events WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?)`,
       )
       .raw(true);
-    this.headsFrom = db.prepare<[string, string, number], HeadRow>(
-      `SELECT ${headColumns} FROM heads WHERE (agent_id, session_key) > (?, ?) ORDER BY agent_id, session_key LIMIT ?`,
+    this.headsFrom = db.prepare<[string, string, string, number], HeadRow>(
+      `SELECT ${headColumns} FROM heads WHERE namespace = ? AND (agent_id, session_key) > (?, ?) ORDER BY agent_id, session_key LIMIT ?`,
     );
-    this.headsOfAgentFrom = db.prepare<[string, string, number], HeadRow>(
-      `SELECT ${headColumns} FROM heads WHERE agent_id = ? AND session_key > ? ORDER BY session_key LIMIT ?`,
+    this.headsOfAgentFrom = db.prepare<[string, string, string, number], HeadRow>(
+      `SELECT ${headColumns} FROM heads WHERE namespace = ? AND agent_id = ? AND session_key > ? ORDER BY session_key LIMIT ?`,
     );
-    this.deleteOfSession = db.prepare<[string, string]>(`DELETE FROM events WHERE session_id = ${sessionIdOf}`);
-    this.deleteHeadRow = db.prepare<[string, string]>("DELETE FROM heads WHERE agent_id = ? AND session_key = ?");
+    this.deleteOfSession = db.prepare<[string, string, string]>(
+      `DELETE FROM events WHERE session_id = (SELECT session_id FROM heads WHERE ${sessionIs})`,
+    );
+    this.deleteHeadRow = db.prepare<[string, string, string]>(`DELETE FROM heads WHERE ${sessionIs}`);
     this.oldEvents = db.prepare<[number, number], RemovedRow>(
       "SELECT sequence, session_id FROM events WHERE occurred_at_ms < ? LIMIT ?",
     );
-    this.oldestEvents = db.prepare<[number], RemovedRow>("SELECT sequence, session_id FROM events ORDER BY sequence LIMIT ?");
-    this.countEvents = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM events");
+    this.oldestEventsIn = db.prepare<[string, number], RemovedRow>(
+      "SELECT sequence, session_id FROM events WHERE namespace = ? ORDER BY sequence LIMIT ?",
+    );
+    this.countEventsByNamespace = db.prepare<[], { namespace: string; n: number }>(
+      "SELECT namespace, count(*) AS n FROM events GROUP BY namespace",
+    );
     this.raiseWatermark = db.prepare<[number, number]>(
       "UPDATE heads SET pruned_through = max(pruned_through, ?) WHERE session_id = ?",
     );
@@ -120,11 +124,13 @@ export class EventTables {
    */
   insertEvent(event: StoredEvent, dedupeKey: string | undefined, nowMs: number): void {
     const { payload } = event;
-    this.stamps.bump({ agentId: event.agentId, key: event.sessionKey });
-    const sessionId = this.upsertHead.get(event.agentId, event.sessionKey, event.sequence, nowMs)!;
+    const session = { namespace: event.namespace, agentId: event.agentId, key: event.sessionKey };
+    this.stamps.bump(session);
+    const sessionId = this.upsertHead.get(event.namespace, event.agentId, event.sessionKey, event.sequence, nowMs)!;
     this.insert.run(
       event.sequence,
       sessionId,
+      event.namespace,
       event.kind,
       event.actorType,
       event.actorId ?? null,
@@ -141,26 +147,26 @@ export class EventTables {
     );
   }
 
-  /** The event holding `dedupeKey`, if one is retained. */
-  eventByDedupeKey(dedupeKey: string): StoredEvent | undefined {
-    const row = this.byDedupeKey.get(dedupeKey);
+  /** The event of `namespace` holding `dedupeKey`, if one is retained (each namespace has its own keys). */
+  eventByDedupeKey(namespace: string, dedupeKey: string): StoredEvent | undefined {
+    const row = this.byDedupeKey.get(namespace, dedupeKey);
     return row === undefined ? undefined : eventFromRow(row);
   }
 
   /** The session's head, if it has one. */
   headOf(session: SessionId): SessionHead | undefined {
-    const row = this.head.get(session.agentId, session.key);
+    const row = this.head.get(session.namespace, session.agentId, session.key);
     return row === undefined ? undefined : headFromRow(row);
   }
 
   /** The session's state version: 0 when it has no head. */
   versionOf(session: SessionId): number {
-    return this.head.get(session.agentId, session.key)?.state_version ?? 0;
+    return this.head.get(session.namespace, session.agentId, session.key)?.state_version ?? 0;
   }
 
   /** What SessionStatus needs of a session's head, in one statement; `undefined` when it has no head. */
   statusHead(session: SessionId): StatusHead | undefined {
-    return this.statusHeadOf.get(session.agentId, session.key);
+    return this.statusHeadOf.get(session.namespace, session.agentId, session.key);
   }
 
   /**
@@ -174,39 +180,39 @@ export class EventTables {
     return eventsFromConcatenation(lengths, bytes);
   }
 
-  /** Heads ordered by (agent id, key), strictly after `after`. */
-  heads(agentId: string | undefined, after: SessionId | undefined, limit: number): SessionHead[] {
+  /** A namespace's heads ordered by (agent id, key), strictly after `after`. */
+  heads(namespace: string, agentId: string | undefined, after: SessionId | undefined, limit: number): SessionHead[] {
     const rows =
       agentId === undefined
-        ? this.headsFrom.all(after?.agentId ?? "", after?.key ?? "", limit)
-        : this.headsOfAgentFrom.all(agentId, after !== undefined && after.agentId === agentId ? after.key : "", limit);
+        ? this.headsFrom.all(namespace, after?.agentId ?? "", after?.key ?? "", limit)
+        : this.headsOfAgentFrom.all(namespace, agentId, after !== undefined && after.agentId === agentId ? after.key : "", limit);
     return rows.map(headFromRow);
   }
 
   /** Deletes the session's events and head; returns how many events went. */
   deleteSession(session: SessionId): number {
     this.stamps.bump(session);
-    const { changes } = this.deleteOfSession.run(session.agentId, session.key);
-    this.deleteHeadRow.run(session.agentId, session.key);
+    const { changes } = this.deleteOfSession.run(session.namespace, session.agentId, session.key);
+    this.deleteHeadRow.run(session.namespace, session.agentId, session.key);
     return changes;
   }
 
   /**
    * Removes up to `limit` events that occurred before `cutoffMs` and then, within what is left of
-   * `limit`, the oldest events beyond `maxEvents`. Each affected session's prune watermark is raised
-   * before its rows go. Returns how many rows were removed.
+   * `limit`, each namespace's oldest events beyond `maxEvents` (SPEC §12.1: a namespace's log is bounded on
+   * its own, so one busy gateway never prunes another's history). Each affected session's prune watermark
+   * is raised before its rows go. Returns how many rows were removed.
    */
   pruneEvents(cutoffMs: number, maxEvents: number, limit: number): number {
     const old = this.oldEvents.all(cutoffMs, limit);
     this.removeEvents(old);
     let removed = old.length;
-    if (removed < limit) {
-      const excess = this.countEvents.get()!.n - maxEvents;
-      if (excess > 0) {
-        const oldest = this.oldestEvents.all(Math.min(excess, limit - removed));
-        this.removeEvents(oldest);
-        removed += oldest.length;
-      }
+    for (const { namespace, n } of removed < limit ? this.countEventsByNamespace.all() : []) {
+      const excess = Math.min(n - maxEvents, limit - removed);
+      if (excess <= 0) continue;
+      const oldest = this.oldestEventsIn.all(namespace, excess);
+      this.removeEvents(oldest);
+      removed += oldest.length;
     }
     return removed;
   }

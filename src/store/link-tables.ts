@@ -10,47 +10,54 @@ export class LinkTables {
   private readonly setScan;
   private readonly deleteOne;
   private readonly watched;
+  private readonly watchedIn;
   private readonly pageAll;
   private readonly pageOfAgent;
 
   constructor(db: Database.Database) {
-    this.one = db.prepare<[string, string], LinkRow>("SELECT * FROM upstream_links WHERE agent_id = ? AND session_key = ?");
-    this.upsert = db.prepare<[string, string, string, string, string, string, string, number, number | null, number]>(
-      `INSERT INTO upstream_links (agent_id, session_key, catalog_id, host_id, thread_id, source, marker, missed_checks,
+    this.one = db.prepare<[string, string, string], LinkRow>(
+      "SELECT * FROM upstream_links WHERE namespace = ? AND agent_id = ? AND session_key = ?",
+    );
+    this.upsert = db.prepare<[string, string, string, string, string, string, string, string, number, number | null, number]>(
+      `INSERT INTO upstream_links (namespace, agent_id, session_key, catalog_id, host_id, thread_id, source, marker, missed_checks,
          last_scanned_at_ms, updated_at_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (agent_id, session_key) DO UPDATE
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (namespace, agent_id, session_key) DO UPDATE
        SET catalog_id = excluded.catalog_id, host_id = excluded.host_id, thread_id = excluded.thread_id,
            source = excluded.source, marker = excluded.marker, missed_checks = excluded.missed_checks,
            last_scanned_at_ms = excluded.last_scanned_at_ms, updated_at_ms = excluded.updated_at_ms`,
     );
-    this.setScan = db.prepare<[string, number, number, string, string]>(
+    this.setScan = db.prepare<[string, number, number, string, string, string]>(
       `UPDATE upstream_links SET marker = ?, missed_checks = ?, last_scanned_at_ms = ?
-       WHERE agent_id = ? AND session_key = ?`,
+       WHERE namespace = ? AND agent_id = ? AND session_key = ?`,
     );
-    this.deleteOne = db.prepare<[string, string]>("DELETE FROM upstream_links WHERE agent_id = ? AND session_key = ?");
+    this.deleteOne = db.prepare<[string, string, string]>("DELETE FROM upstream_links WHERE namespace = ? AND agent_id = ? AND session_key = ?");
+    const watchedLink = `EXISTS (SELECT 1 FROM cursors AS c
+      WHERE c.namespace = l.namespace AND c.target_agent_id = l.agent_id AND c.target_key = l.session_key)`;
     this.watched = db.prepare<[], LinkRow>(
-      `SELECT * FROM upstream_links AS l
-       WHERE EXISTS (SELECT 1 FROM cursors AS c WHERE c.target_agent_id = l.agent_id AND c.target_key = l.session_key)
-       ORDER BY agent_id, session_key`,
+      `SELECT * FROM upstream_links AS l WHERE ${watchedLink} ORDER BY namespace, agent_id, session_key`,
     );
-    this.pageAll = db.prepare<[string, string, number], LinkRow>(
-      "SELECT * FROM upstream_links WHERE (agent_id, session_key) > (?, ?) ORDER BY agent_id, session_key LIMIT ?",
+    this.watchedIn = db.prepare<[string], LinkRow>(
+      `SELECT * FROM upstream_links AS l WHERE namespace = ? AND ${watchedLink} ORDER BY agent_id, session_key`,
     );
-    this.pageOfAgent = db.prepare<[string, string, number], LinkRow>(
-      "SELECT * FROM upstream_links WHERE agent_id = ? AND session_key > ? ORDER BY session_key LIMIT ?",
+    this.pageAll = db.prepare<[string, string, string, number], LinkRow>(
+      "SELECT * FROM upstream_links WHERE namespace = ? AND (agent_id, session_key) > (?, ?) ORDER BY agent_id, session_key LIMIT ?",
+    );
+    this.pageOfAgent = db.prepare<[string, string, string, number], LinkRow>(
+      "SELECT * FROM upstream_links WHERE namespace = ? AND agent_id = ? AND session_key > ? ORDER BY session_key LIMIT ?",
     );
   }
 
   /** The link of a session, if any. */
   get(session: SessionId): LinkRecord | undefined {
-    const row = this.one.get(session.agentId, session.key);
+    const row = this.one.get(session.namespace, session.agentId, session.key);
     return row === undefined ? undefined : linkFromRow(row);
   }
 
   /** Creates or replaces a session's link. */
   put(link: LinkRecord): LinkRecord {
     this.upsert.run(
+      link.session.namespace,
       link.session.agentId,
       link.session.key,
       link.catalogId,
@@ -67,25 +74,25 @@ export class LinkTables {
 
   /** Records a scan: the new marker, the miss streak and the scan time. */
   recordScan(session: SessionId, marker: string, missedChecks: number, scannedAtMs: number): void {
-    this.setScan.run(marker, missedChecks, scannedAtMs, session.agentId, session.key);
+    this.setScan.run(marker, missedChecks, scannedAtMs, session.namespace, session.agentId, session.key);
   }
 
   /** Removes a session's link; true when there was one. */
   remove(session: SessionId): boolean {
-    return this.deleteOne.run(session.agentId, session.key).changes > 0;
+    return this.deleteOne.run(session.namespace, session.agentId, session.key).changes > 0;
   }
 
-  /** Links whose session is the target of at least one cursor. */
-  watchedLinks(): LinkRecord[] {
-    return this.watched.all().map(linkFromRow);
+  /** Links whose session is the target of at least one cursor: of `namespace`, or of every namespace. */
+  watchedLinks(namespace?: string): LinkRecord[] {
+    return (namespace === undefined ? this.watched.all() : this.watchedIn.all(namespace)).map(linkFromRow);
   }
 
-  /** A page of links ordered by (agent id, key), strictly after `after`. */
-  page(agentId: string | undefined, after: SessionId | undefined, limit: number): LinkRecord[] {
+  /** A page of a namespace's links ordered by (agent id, key), strictly after `after`. */
+  page(namespace: string, agentId: string | undefined, after: SessionId | undefined, limit: number): LinkRecord[] {
     const rows =
       agentId === undefined
-        ? this.pageAll.all(after?.agentId ?? "", after?.key ?? "", limit)
-        : this.pageOfAgent.all(agentId, after !== undefined && after.agentId === agentId ? after.key : "", limit);
+        ? this.pageAll.all(namespace, after?.agentId ?? "", after?.key ?? "", limit)
+        : this.pageOfAgent.all(namespace, agentId, after !== undefined && after.agentId === agentId ? after.key : "", limit);
     return rows.map(linkFromRow);
   }
 }

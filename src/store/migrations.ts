@@ -177,4 +177,100 @@ export const migrations: readonly Migration[] = [
   ) WITHOUT ROWID;
   `,
   },
+  {
+    sql: `
+  -- Namespaces (SPEC §12.1): the namespace is part of every key of every table, so two gateways' sessions,
+  -- cursors, links and reports never meet, and existing rows go to 'default'. Tables whose key changes are
+  -- rebuilt (SQLite cannot change a primary key or a UNIQUE constraint in place); heads keep their
+  -- session_id, so events keep pointing at them. Cursors also get their provenance (SPEC §12.2) and the
+  -- extra kinds that notify their watcher (§12.3): every existing cursor is explicit, with none.
+  CREATE TABLE heads_ns (
+    session_id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace      TEXT    NOT NULL,
+    agent_id       TEXT    NOT NULL,
+    session_key    TEXT    NOT NULL,
+    state_version  INTEGER NOT NULL,
+    pruned_through INTEGER NOT NULL DEFAULT 0,
+    updated_at_ms  INTEGER NOT NULL,
+    UNIQUE (namespace, agent_id, session_key)
+  );
+  INSERT INTO heads_ns (session_id, namespace, agent_id, session_key, state_version, pruned_through, updated_at_ms)
+    SELECT session_id, 'default', agent_id, session_key, state_version, pruned_through, updated_at_ms FROM heads;
+  INSERT INTO sqlite_sequence (name, seq) SELECT 'heads_ns', seq FROM sqlite_sequence WHERE name = 'heads';
+  DROP TABLE heads;
+  ALTER TABLE heads_ns RENAME TO heads;
+
+  -- Dedupe keys are unique within a namespace; retention counts each namespace's events on its own.
+  ALTER TABLE events ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';
+  DROP INDEX events_by_dedupe_key;
+  CREATE UNIQUE INDEX events_by_dedupe_key ON events (namespace, dedupe_key) WHERE dedupe_key IS NOT NULL;
+  CREATE INDEX events_by_namespace ON events (namespace, sequence);
+
+  CREATE TABLE cursors_ns (
+    namespace       TEXT    NOT NULL,
+    watcher_key     TEXT    NOT NULL,
+    target_agent_id TEXT    NOT NULL,
+    target_key      TEXT    NOT NULL,
+    acked           INTEGER NOT NULL,
+    notified        INTEGER NOT NULL,
+    material        INTEGER NOT NULL,
+    updated_at_ms   INTEGER NOT NULL,
+    provenance      TEXT    NOT NULL DEFAULT 'explicit',
+    extra_kinds     TEXT    NOT NULL DEFAULT '',
+    PRIMARY KEY (namespace, watcher_key, target_agent_id, target_key),
+    CHECK (acked <= notified AND notified <= material)
+  ) WITHOUT ROWID;
+  INSERT INTO cursors_ns (namespace, watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
+    SELECT 'default', watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms FROM cursors;
+  DROP TABLE cursors;
+  ALTER TABLE cursors_ns RENAME TO cursors;
+  CREATE INDEX cursors_by_target ON cursors (namespace, target_agent_id, target_key);
+  CREATE INDEX cursors_pending ON cursors (namespace, watcher_key) WHERE notified > acked;
+  CREATE INDEX cursors_by_time ON cursors (updated_at_ms);
+
+  CREATE TABLE upstream_links_ns (
+    namespace          TEXT    NOT NULL,
+    agent_id           TEXT    NOT NULL,
+    session_key        TEXT    NOT NULL,
+    catalog_id         TEXT    NOT NULL,
+    host_id            TEXT    NOT NULL,
+    thread_id          TEXT    NOT NULL,
+    source             TEXT    NOT NULL,
+    marker             TEXT    NOT NULL,
+    missed_checks      INTEGER NOT NULL DEFAULT 0,
+    last_scanned_at_ms INTEGER,
+    updated_at_ms      INTEGER NOT NULL,
+    PRIMARY KEY (namespace, agent_id, session_key)
+  ) WITHOUT ROWID;
+  INSERT INTO upstream_links_ns SELECT 'default', agent_id, session_key, catalog_id, host_id, thread_id, source, marker,
+    missed_checks, last_scanned_at_ms, updated_at_ms FROM upstream_links;
+  DROP TABLE upstream_links;
+  ALTER TABLE upstream_links_ns RENAME TO upstream_links;
+
+  CREATE TABLE run_flags_ns (
+    namespace       TEXT    NOT NULL,
+    agent_id        TEXT    NOT NULL,
+    session_key     TEXT    NOT NULL,
+    active          INTEGER NOT NULL,
+    starts          INTEGER NOT NULL,
+    refreshed_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (namespace, agent_id, session_key)
+  ) WITHOUT ROWID;
+  INSERT INTO run_flags_ns SELECT 'default', agent_id, session_key, active, starts, refreshed_at_ms FROM run_flags;
+  DROP TABLE run_flags;
+  ALTER TABLE run_flags_ns RENAME TO run_flags;
+
+  CREATE TABLE own_texts_ns (
+    namespace   TEXT    NOT NULL,
+    agent_id    TEXT    NOT NULL,
+    session_key TEXT    NOT NULL,
+    position    INTEGER NOT NULL,
+    digest      TEXT    NOT NULL,
+    PRIMARY KEY (namespace, agent_id, session_key, position)
+  ) WITHOUT ROWID;
+  INSERT INTO own_texts_ns SELECT 'default', agent_id, session_key, position, digest FROM own_texts;
+  DROP TABLE own_texts;
+  ALTER TABLE own_texts_ns RENAME TO own_texts;
+  `,
+  },
 ];

@@ -55,18 +55,29 @@ function isBusy(err: unknown): boolean {
   return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED";
 }
 
-/** Brings the schema to the newest version, all pending steps in one transaction. */
+/**
+ * Brings the schema to the newest version, all pending steps in one transaction. Foreign keys are off
+ * while it runs (steps rebuild tables that others refer to, as SQLite's ALTER TABLE documentation
+ * prescribes) and checked before it commits.
+ */
 function migrate(db: Database.Database): void {
   const current = db.pragma("user_version", { simple: true }) as number;
   if (current > migrations.length) {
     throw new Error(`database schema version ${current} is newer than this program knows (${migrations.length})`);
   }
   if (current === migrations.length) return;
-  db.transaction(() => {
-    for (const migration of migrations.slice(current)) {
-      db.exec(migration.sql);
-      migration.fill?.(db);
-    }
-    db.pragma(`user_version = ${migrations.length}`);
-  }).immediate();
+  db.pragma("foreign_keys = OFF");
+  try {
+    db.transaction(() => {
+      for (const migration of migrations.slice(current)) {
+        db.exec(migration.sql);
+        migration.fill?.(db);
+      }
+      const broken = db.pragma("foreign_key_check") as unknown[];
+      if (broken.length > 0) throw new Error(`the schema migration left ${broken.length} rows referring to nothing`);
+      db.pragma(`user_version = ${migrations.length}`);
+    }).immediate();
+  } finally {
+    db.pragma("foreign_keys = ON");
+  }
 }

@@ -15,6 +15,7 @@ interface ChangeRow {
   /** The clock's change number when the rows were read. */
   head: number;
   change_seq: number | null;
+  namespace: string;
   watcher_key: string;
   target_agent_id: string;
   target_key: string;
@@ -190,9 +191,9 @@ export class PairChangeFeed {
       // Whole change numbers only: up to the number of the 5,000th new row, with every row it has; and the
       // clock's number in the same snapshot, which tells whether any number below it is missing.
       const rows = await this.db.query<ChangeRow>(sql`
-        SELECT c.change_seq AS head, p.change_seq, p.watcher_key, p.target_agent_id, p.target_key
+        SELECT c.change_seq AS head, p.change_seq, p.namespace, p.watcher_key, p.target_agent_id, p.target_key
         FROM clock AS c LEFT JOIN LATERAL (
-          SELECT change_seq, watcher_key, target_agent_id, target_key FROM pair_changes
+          SELECT change_seq, namespace, watcher_key, target_agent_id, target_key FROM pair_changes
           WHERE change_seq > ${this.lastSeq} AND change_seq <= (
             SELECT max(change_seq) FROM (
               SELECT change_seq FROM pair_changes WHERE change_seq > ${this.lastSeq} ORDER BY change_seq LIMIT ${catchUpRows}
@@ -216,7 +217,7 @@ export class PairChangeFeed {
           skipping = own !== undefined && (await own) ? read : undefined;
         }
         if (skipping === read) continue;
-        changes.push({ watcherKey: row.watcher_key, target: { agentId: row.target_agent_id, key: row.target_key } });
+        changes.push({ watcherKey: row.watcher_key, target: { namespace: row.namespace, agentId: row.target_agent_id, key: row.target_key } });
       }
       this.lastSeq = gap && first === null ? head : read;
       for (const seq of this.own.keys()) if (seq <= this.lastSeq) this.own.delete(seq);

@@ -119,6 +119,47 @@ export const postgresMigrations: readonly string[] = [
     PRIMARY KEY (agent_id, session_key)
   );
   `,
+  `
+  -- Namespaces (SPEC §12.1): the namespace is part of every key of every table, so two gateways' sessions,
+  -- cursors, feed rows, links and reports never meet; existing rows go to 'default', and then no column
+  -- keeps a default (every write names its namespace). Cursors also get their provenance (§12.2) and the
+  -- extra kinds that notify their watcher (§12.3): every existing cursor is explicit, with none.
+  ALTER TABLE heads ADD COLUMN namespace text COLLATE "C" NOT NULL DEFAULT 'default';
+  ALTER TABLE heads DROP CONSTRAINT heads_agent_id_session_key_key;
+  ALTER TABLE heads ADD CONSTRAINT heads_session UNIQUE (namespace, agent_id, session_key);
+  ALTER TABLE heads ALTER COLUMN namespace DROP DEFAULT;
+
+  ALTER TABLE events ADD COLUMN namespace text COLLATE "C" NOT NULL DEFAULT 'default';
+  ALTER TABLE events ALTER COLUMN namespace DROP DEFAULT;
+  DROP INDEX events_by_dedupe_key;
+  CREATE UNIQUE INDEX events_by_dedupe_key ON events (namespace, dedupe_key) WHERE dedupe_key IS NOT NULL;
+  CREATE INDEX events_by_namespace ON events (namespace, sequence);
+
+  ALTER TABLE cursors ADD COLUMN namespace text COLLATE "C" NOT NULL DEFAULT 'default',
+    ADD COLUMN provenance text NOT NULL DEFAULT 'explicit',
+    ADD COLUMN extra_kinds text NOT NULL DEFAULT '';
+  ALTER TABLE cursors DROP CONSTRAINT cursors_pkey, ADD PRIMARY KEY (namespace, watcher_key, target_agent_id, target_key);
+  ALTER TABLE cursors ALTER COLUMN namespace DROP DEFAULT;
+  DROP INDEX cursors_by_target;
+  CREATE INDEX cursors_by_target ON cursors (namespace, target_agent_id, target_key);
+  DROP INDEX cursors_pending;
+  CREATE INDEX cursors_pending ON cursors (namespace, watcher_key) WHERE notified > acked;
+
+  ALTER TABLE pair_changes ADD COLUMN namespace text COLLATE "C" NOT NULL DEFAULT 'default';
+  ALTER TABLE pair_changes ALTER COLUMN namespace DROP DEFAULT;
+
+  ALTER TABLE upstream_links ADD COLUMN namespace text COLLATE "C" NOT NULL DEFAULT 'default';
+  ALTER TABLE upstream_links DROP CONSTRAINT upstream_links_pkey, ADD PRIMARY KEY (namespace, agent_id, session_key);
+  ALTER TABLE upstream_links ALTER COLUMN namespace DROP DEFAULT;
+
+  ALTER TABLE own_texts ADD COLUMN namespace text COLLATE "C" NOT NULL DEFAULT 'default';
+  ALTER TABLE own_texts DROP CONSTRAINT own_texts_pkey, ADD PRIMARY KEY (namespace, agent_id, session_key, position);
+  ALTER TABLE own_texts ALTER COLUMN namespace DROP DEFAULT;
+
+  ALTER TABLE run_flags ADD COLUMN namespace text COLLATE "C" NOT NULL DEFAULT 'default';
+  ALTER TABLE run_flags DROP CONSTRAINT run_flags_pkey, ADD PRIMARY KEY (namespace, agent_id, session_key);
+  ALTER TABLE run_flags ALTER COLUMN namespace DROP DEFAULT;
+  `,
 ];
 
 /** Thrown when the schema is newer than this program knows; names both versions. */

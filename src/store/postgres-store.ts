@@ -39,7 +39,7 @@ import { PairChangeFeed } from "./postgres-feed.js";
 import { StorageTracker, type StorageObserver } from "./storage-tracker.js";
 import { migratePostgres } from "./postgres-schema.js";
 import type { PostgresTarget } from "./postgres-url.js";
-import { PgGroupCommit, targetKeyOf, type PgWriteContext, type Prefetched, type WriteHints } from "./postgres-writes.js";
+import { dedupeIdOf, dedupeKeyOfId, PgGroupCommit, targetKeyOf, type PgWriteContext, type Prefetched, type WriteHints } from "./postgres-writes.js";
 import {
   cursorFromRow,
   eventFromRow,
@@ -77,7 +77,7 @@ export interface PostgresStoreOptions {
   storage?: StorageObserver;
 }
 
-const eventColumns = `e.sequence, h.agent_id, h.session_key, e.kind, e.actor_type, e.actor_id, e.run_id, e.summary,
+const eventColumns = `e.sequence, h.namespace, h.agent_id, h.session_key, e.kind, e.actor_type, e.actor_id, e.run_id, e.summary,
   e.occurred_at_ms, e.outcome, e.channel, e.turns, e.catalog_id, e.host_id, e.wire`;
 
 /**
@@ -134,14 +134,18 @@ export class PostgresStore implements Store {
         ? Promise.resolve([])
         : tx.query<EventRow & { state_version: number; dedupe_key: string }>(sql`
             SELECT ${rawSql(eventColumns)}, h.state_version, e.dedupe_key
-            FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ANY (${[...dedupeKeys]}::text[])`);
+            FROM unnest(${[...dedupeKeys].map((id) => dedupeKeyOfId(id).namespace)}::text[],
+                        ${[...dedupeKeys].map((id) => dedupeKeyOfId(id).dedupeKey)}::text[]) AS d (n, k)
+            JOIN events AS e ON e.namespace = d.n AND e.dedupe_key = d.k
+            JOIN heads AS h USING (session_id)`);
     const cursors =
       targets.size === 0
         ? Promise.resolve([])
         : tx.query<CursorRow>(sql`
             SELECT c.* FROM cursors AS c
-            JOIN unnest(${[...targets.values()].map((t) => t.agentId)}::text[], ${[...targets.values()].map((t) => t.key)}::text[]) AS t (a, k)
-              ON c.target_agent_id = t.a AND c.target_key = t.k`);
+            JOIN unnest(${[...targets.values()].map((t) => t.namespace)}::text[], ${[...targets.values()].map((t) => t.agentId)}::text[],
+                        ${[...targets.values()].map((t) => t.key)}::text[]) AS t (n, a, k)
+              ON c.namespace = t.n AND c.target_agent_id = t.a AND c.target_key = t.k`);
     // Both are under way: awaited together, so a failed transaction never leaves one rejection unhandled.
     const [eventRows, cursorRows] = await Promise.all([events, cursors]);
     const prefetched: Prefetched = {
@@ -150,7 +154,7 @@ export class PostgresStore implements Store {
       cursorsByTarget: new Map([...targets.keys()].map((key) => [key, []])),
     };
     for (const row of eventRows) {
-      prefetched.eventsByDedupeKey.set(row.dedupe_key, { event: eventFromRow(row), stateVersion: row.state_version });
+      prefetched.eventsByDedupeKey.set(dedupeIdOf(row.namespace, row.dedupe_key), { event: eventFromRow(row), stateVersion: row.state_version });
     }
     for (const row of cursorRows) {
       const cursor = cursorFromRow(row);
@@ -231,7 +235,7 @@ export class PostgresStore implements Store {
 
   private async cursor(ctx: PgWriteContext, watcherKey: string, target: SessionId): Promise<CursorRecord | undefined> {
     const [row] = await ctx.tx.query<CursorRow>(sql`
-      SELECT * FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`);
+      SELECT * FROM cursors WHERE watcher_key = ${watcherKey} AND namespace = ${target.namespace} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`);
     return row === undefined ? undefined : cursorFromRow(row);
   }
 
@@ -241,19 +245,19 @@ export class PostgresStore implements Store {
 
   private async versionOf(ctx: PgWriteContext, session: SessionId): Promise<number> {
     const [row] = await ctx.tx.query<{ state_version: number }>(sql`
-      SELECT state_version FROM heads WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      SELECT state_version FROM heads WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`);
     return row?.state_version ?? 0;
   }
 
   private async linkIn(ctx: PgWriteContext, session: SessionId): Promise<LinkRecord | undefined> {
     const [row] = await ctx.tx.query<LinkRow>(sql`
-      SELECT * FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      SELECT * FROM upstream_links WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`);
     return row === undefined ? undefined : linkFromRow(row);
   }
 
   private removeLink(ctx: PgWriteContext, session: SessionId): Promise<boolean> {
     return ctx.tx
-      .send(sql`DELETE FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`)
+      .send(sql`DELETE FROM upstream_links WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`)
       .then((result) => (result.rowCount ?? 0) > 0);
   }
 
@@ -264,16 +268,17 @@ export class PostgresStore implements Store {
    */
   private async appendIn(ctx: PgWriteContext, input: AppendInput): Promise<WriteResult<AppendOutcome>> {
     if (input.dedupeKey !== undefined) {
-      let found = ctx.dedupedEvent(input.dedupeKey);
+      let found = ctx.dedupedEvent(input.session.namespace, input.dedupeKey);
       if (found === undefined) {
         const [row] = await ctx.tx.query<EventRow & { state_version: number }>(sql`
           SELECT ${rawSql(eventColumns)}, h.state_version
-          FROM events AS e JOIN heads AS h USING (session_id) WHERE e.dedupe_key = ${input.dedupeKey}`);
+          FROM events AS e JOIN heads AS h USING (session_id)
+          WHERE e.namespace = ${input.session.namespace} AND e.dedupe_key = ${input.dedupeKey}`);
         found = row === undefined ? null : { event: eventFromRow(row), stateVersion: row.state_version };
       }
       if (found !== null) {
         // The session's version now: an append earlier in this batch may have moved it since the read.
-        const session = { agentId: found.event.agentId, key: found.event.sessionKey };
+        const session = { namespace: found.event.namespace, agentId: found.event.agentId, key: found.event.sessionKey };
         const stateVersion = Math.max(found.stateVersion, ctx.versionAppended(session));
         const value = { recorded: true, deduplicated: true, event: found.event, stateVersion, noticesOpened: 0 } as const;
         return { value, changes: [] };
@@ -283,7 +288,7 @@ export class PostgresStore implements Store {
       ? (ctx.cursorsOn(input.session)?.slice() ??
         (
           await ctx.tx.query<CursorRow>(sql`
-            SELECT * FROM cursors WHERE target_agent_id = ${input.session.agentId} AND target_key = ${input.session.key}`)
+            SELECT * FROM cursors WHERE namespace = ${input.session.namespace} AND target_agent_id = ${input.session.agentId} AND target_key = ${input.session.key}`)
         ).map(cursorFromRow))
       : [];
     if (isAppendGated(input, cursorsOnTarget)) {
@@ -304,7 +309,7 @@ export class PostgresStore implements Store {
 
   append(input: AppendInput): Promise<AppendOutcome> {
     const hints: WriteHints = {
-      ...(input.dedupeKey === undefined ? {} : { dedupeKeys: [input.dedupeKey] }),
+      ...(input.dedupeKey === undefined ? {} : { dedupeKeys: [dedupeIdOf(input.session.namespace, input.dedupeKey)] }),
       ...(appendNeedsTargetCursors(input) ? { targets: [input.session] } : {}),
     };
     return this.writes.enqueue((ctx) => this.appendIn(ctx, input), hints);
@@ -328,7 +333,7 @@ export class PostgresStore implements Store {
           WHERE x.session_id = h.session_id AND x.sequence > ${after} ORDER BY x.sequence LIMIT ${limit + 1}
         ) AS page
       ) AS e
-      WHERE h.agent_id = ${session.agentId} AND h.session_key = ${session.key}`);
+      WHERE h.namespace = ${session.namespace} AND h.agent_id = ${session.agentId} AND h.session_key = ${session.key}`);
     const stateVersion = head?.state_version ?? 0;
     if (changesSince === undefined || changesSince > stateVersion) return { stateVersion };
     if (head === undefined) return { stateVersion, changes: { events: [], truncated: false, historyGap: false, earliestAvailableSequence: 0 } };
@@ -341,17 +346,19 @@ export class PostgresStore implements Store {
     };
   }
 
-  async listSessions(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<SessionHead[]> {
-    const hasUpstream = sql`EXISTS (SELECT 1 FROM upstream_links AS l WHERE l.agent_id = heads.agent_id AND l.session_key = heads.session_key)`;
+  async listSessions(filter: Parameters<Store["listSessions"]>[0]): Promise<SessionHead[]> {
+    const hasUpstream = sql`EXISTS (SELECT 1 FROM upstream_links AS l
+      WHERE l.namespace = heads.namespace AND l.agent_id = heads.agent_id AND l.session_key = heads.session_key)`;
     const rows =
       filter.agentId === undefined
         ? await this.db.query<HeadRow>(sql`
-            SELECT agent_id, session_key, state_version, pruned_through, updated_at_ms, ${hasUpstream} AS has_upstream
-            FROM heads WHERE (agent_id, session_key) > (${filter.after?.agentId ?? ""}, ${filter.after?.key ?? ""})
+            SELECT namespace, agent_id, session_key, state_version, pruned_through, updated_at_ms, ${hasUpstream} AS has_upstream
+            FROM heads WHERE namespace = ${filter.namespace}
+              AND (agent_id, session_key) > (${filter.after?.agentId ?? ""}, ${filter.after?.key ?? ""})
             ORDER BY agent_id, session_key LIMIT ${filter.limit}`)
         : await this.db.query<HeadRow>(sql`
-            SELECT agent_id, session_key, state_version, pruned_through, updated_at_ms, ${hasUpstream} AS has_upstream
-            FROM heads WHERE agent_id = ${filter.agentId}
+            SELECT namespace, agent_id, session_key, state_version, pruned_through, updated_at_ms, ${hasUpstream} AS has_upstream
+            FROM heads WHERE namespace = ${filter.namespace} AND agent_id = ${filter.agentId}
               AND session_key > ${filter.after !== undefined && filter.after.agentId === filter.agentId ? filter.after.key : ""}
             ORDER BY session_key LIMIT ${filter.limit}`);
     return rows.map(headFromRow);
@@ -361,8 +368,9 @@ export class PostgresStore implements Store {
     if (sessions.length === 0) return [];
     const rows = await this.db.query<{ i: number; state_version: number }>(sql`
       SELECT t.i, h.state_version
-      FROM unnest(${sessions.map((s) => s.agentId)}::text[], ${sessions.map((s) => s.key)}::text[]) WITH ORDINALITY AS t (a, k, i)
-      JOIN heads AS h ON h.agent_id = t.a AND h.session_key = t.k`);
+      FROM unnest(${sessions.map((s) => s.namespace)}::text[], ${sessions.map((s) => s.agentId)}::text[], ${sessions.map((s) => s.key)}::text[])
+        WITH ORDINALITY AS t (n, a, k, i)
+      JOIN heads AS h ON h.namespace = t.n AND h.agent_id = t.a AND h.session_key = t.k`);
     const versions: (number | undefined)[] = sessions.map(() => undefined);
     for (const row of rows) versions[row.i - 1] = row.state_version;
     return versions;
@@ -375,18 +383,19 @@ export class PostgresStore implements Store {
       const [{ count: eventsRemoved }] = (await tx.query<{ count: number }>(sql`
         WITH gone AS (
           DELETE FROM events WHERE session_id =
-            (SELECT session_id FROM heads WHERE agent_id = ${session.agentId} AND session_key = ${session.key})
+            (SELECT session_id FROM heads WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key})
           RETURNING 1
         ) SELECT count(*)::int8 AS count FROM gone`)) as unknown as [{ count: number }];
-      ctx.send(sql`DELETE FROM heads WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      ctx.send(sql`DELETE FROM heads WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`);
       const removed = (
         await tx.query<CursorRow>(sql`
-          DELETE FROM cursors WHERE (target_agent_id = ${session.agentId} AND target_key = ${session.key})
-            OR (${isWatcherOf(session.key, session)} AND watcher_key = ${session.key})
+          DELETE FROM cursors WHERE namespace = ${session.namespace}
+            AND ((target_agent_id = ${session.agentId} AND target_key = ${session.key})
+              OR (${isWatcherOf(session.key, session)} AND watcher_key = ${session.key}))
           RETURNING *`)
       ).map(cursorFromRow);
-      ctx.send(sql`DELETE FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
-      ctx.send(sql`DELETE FROM own_texts WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      ctx.send(sql`DELETE FROM run_flags WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      ctx.send(sql`DELETE FROM own_texts WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`);
       const linkRemoved = await this.removeLink(ctx, session);
       return { value: { eventsRemoved, cursorsRemoved: removed.length, linkRemoved }, changes: pairChangesOfRemoved(removed) };
     });
@@ -407,7 +416,7 @@ export class PostgresStore implements Store {
       ctx.forgetPrefetched();
       const removed = (
         await ctx.tx.query<CursorRow>(sql`
-          DELETE FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}
+          DELETE FROM cursors WHERE watcher_key = ${watcherKey} AND namespace = ${target.namespace} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}
           RETURNING *`)
       ).map(cursorFromRow);
       return { value: removed.length > 0, changes: pairChangesOfRemoved(removed) };
@@ -419,32 +428,35 @@ export class PostgresStore implements Store {
     const { watcherKey, target } = filter;
     const rows = await this.db.query<CursorRow>(sql`
       SELECT * FROM cursors
-      WHERE (watcher_key, target_agent_id, target_key) > (${w}, ${a}, ${k})
+      WHERE namespace = ${filter.namespace} AND (watcher_key, target_agent_id, target_key) > (${w}, ${a}, ${k})
         ${watcherKey === undefined ? sql`` : sql`AND watcher_key = ${watcherKey}`}
         ${target === undefined ? sql`` : sql`AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`}
       ORDER BY watcher_key, target_agent_id, target_key LIMIT ${filter.limit}`);
     return rows.map(cursorFromRow);
   }
 
-  resetWatcher(watcherKey: string): Promise<number> {
+  resetWatcher(namespace: string, watcherKey: string): Promise<number> {
     return this.runWrite(async (ctx) => {
       ctx.forgetPrefetched();
-      const removed = (await ctx.tx.query<CursorRow>(sql`DELETE FROM cursors WHERE watcher_key = ${watcherKey} RETURNING *`)).map(cursorFromRow);
+      const removed = (
+        await ctx.tx.query<CursorRow>(sql`DELETE FROM cursors WHERE namespace = ${namespace} AND watcher_key = ${watcherKey} RETURNING *`)
+      ).map(cursorFromRow);
       return { value: removed.length, changes: pairChangesOfRemoved(removed) };
     });
   }
 
   async getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined> {
     const [row] = await this.db.query<CursorRow>(sql`
-      SELECT * FROM cursors WHERE watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`);
+      SELECT * FROM cursors
+      WHERE namespace = ${target.namespace} AND watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`);
     return row === undefined ? undefined : cursorFromRow(row);
   }
 
-  async pendingCursors(watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]> {
+  async pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]> {
     if (watcherKeys.length === 0 && prefixes.length === 0) return [];
     const rows = await this.db.query<CursorRow>(sql`
       SELECT c.* FROM cursors AS c
-      WHERE c.notified > c.acked AND (
+      WHERE c.namespace = ${namespace} AND c.notified > c.acked AND (
         c.watcher_key = ANY (${[...watcherKeys]}::text[])
         OR EXISTS (
           SELECT 1 FROM unnest(${[...prefixes]}::text[]) AS p (prefix)
@@ -467,9 +479,9 @@ export class PostgresStore implements Store {
       } else if (acks.length > 0) {
         const rows = await ctx.tx.query<CursorRow>(sql`
           SELECT c.* FROM cursors AS c
-          JOIN unnest(${acks.map((a) => a.watcherKey)}::text[], ${acks.map((a) => a.target.agentId)}::text[],
-                      ${acks.map((a) => a.target.key)}::text[]) AS t (w, a, k)
-            ON c.watcher_key = t.w AND c.target_agent_id = t.a AND c.target_key = t.k`);
+          JOIN unnest(${acks.map((a) => a.target.namespace)}::text[], ${acks.map((a) => a.watcherKey)}::text[],
+                      ${acks.map((a) => a.target.agentId)}::text[], ${acks.map((a) => a.target.key)}::text[]) AS t (n, w, a, k)
+            ON c.namespace = t.n AND c.watcher_key = t.w AND c.target_agent_id = t.a AND c.target_key = t.k`);
         for (const row of rows) {
           const cursor = cursorFromRow(row);
           pairs.set(pairKeyOf(cursor.watcherKey, cursor.target), cursor);
@@ -491,11 +503,11 @@ export class PostgresStore implements Store {
       // A local transcript is a file on this replica's host: only this node id scans it.
       const nodeId = link.source.startsWith("file:") ? this.options.nodeId : null;
       ctx.send(sql`
-        INSERT INTO upstream_links (agent_id, session_key, catalog_id, host_id, thread_id, source, marker, missed_checks,
+        INSERT INTO upstream_links (namespace, agent_id, session_key, catalog_id, host_id, thread_id, source, marker, missed_checks,
           last_scanned_at_ms, updated_at_ms, node_id)
-        VALUES (${link.session.agentId}, ${link.session.key}, ${link.catalogId}, ${link.hostId}, ${link.threadId}, ${link.source},
-          ${link.marker}, ${link.missedChecks}, ${link.lastScannedAtMs ?? null}, ${link.updatedAtMs}, ${nodeId})
-        ON CONFLICT (agent_id, session_key) DO UPDATE
+        VALUES (${link.session.namespace}, ${link.session.agentId}, ${link.session.key}, ${link.catalogId}, ${link.hostId},
+          ${link.threadId}, ${link.source}, ${link.marker}, ${link.missedChecks}, ${link.lastScannedAtMs ?? null}, ${link.updatedAtMs}, ${nodeId})
+        ON CONFLICT (namespace, agent_id, session_key) DO UPDATE
         SET catalog_id = excluded.catalog_id, host_id = excluded.host_id, thread_id = excluded.thread_id,
             source = excluded.source, marker = excluded.marker, missed_checks = excluded.missed_checks,
             last_scanned_at_ms = excluded.last_scanned_at_ms, updated_at_ms = excluded.updated_at_ms, node_id = excluded.node_id`);
@@ -505,30 +517,36 @@ export class PostgresStore implements Store {
 
   async getLink(session: SessionId): Promise<LinkRecord | undefined> {
     const [row] = await this.db.query<LinkRow>(sql`
-      SELECT * FROM upstream_links WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      SELECT * FROM upstream_links WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`);
     return row === undefined ? undefined : linkFromRow(row);
   }
 
-  async listLinks(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<LinkRecord[]> {
+  async listLinks(filter: Parameters<Store["listLinks"]>[0]): Promise<LinkRecord[]> {
     const rows =
       filter.agentId === undefined
         ? await this.db.query<LinkRow>(sql`
-            SELECT * FROM upstream_links WHERE (agent_id, session_key) > (${filter.after?.agentId ?? ""}, ${filter.after?.key ?? ""})
+            SELECT * FROM upstream_links
+            WHERE namespace = ${filter.namespace} AND (agent_id, session_key) > (${filter.after?.agentId ?? ""}, ${filter.after?.key ?? ""})
             ORDER BY agent_id, session_key LIMIT ${filter.limit}`)
         : await this.db.query<LinkRow>(sql`
-            SELECT * FROM upstream_links WHERE agent_id = ${filter.agentId}
+            SELECT * FROM upstream_links WHERE namespace = ${filter.namespace} AND agent_id = ${filter.agentId}
               AND session_key > ${filter.after !== undefined && filter.after.agentId === filter.agentId ? filter.after.key : ""}
             ORDER BY session_key LIMIT ${filter.limit}`);
     return rows.map(linkFromRow);
   }
 
-  /** Watched links that this replica may scan: paired-node links, and local transcripts adopted on this node id. */
-  async watchedLinks(): Promise<LinkRecord[]> {
+  /**
+   * Watched links that this replica may scan (paired-node links, and local transcripts adopted on this node
+   * id), of `namespace` or of every namespace.
+   */
+  async watchedLinks(namespace?: string): Promise<LinkRecord[]> {
     const rows = await this.db.query<LinkRow>(sql`
       SELECT * FROM upstream_links AS l
       WHERE (l.node_id IS NULL OR l.node_id = ${this.options.nodeId})
-        AND EXISTS (SELECT 1 FROM cursors AS c WHERE c.target_agent_id = l.agent_id AND c.target_key = l.session_key)
-      ORDER BY agent_id, session_key`);
+        ${namespace === undefined ? sql`` : sql`AND l.namespace = ${namespace}`}
+        AND EXISTS (SELECT 1 FROM cursors AS c
+          WHERE c.namespace = l.namespace AND c.target_agent_id = l.agent_id AND c.target_key = l.session_key)
+      ORDER BY namespace, agent_id, session_key`);
     return rows.map(linkFromRow);
   }
 
@@ -540,7 +558,7 @@ export class PostgresStore implements Store {
       else {
         ctx.send(sql`
           UPDATE upstream_links SET marker = ${commit.marker}, missed_checks = ${commit.missedChecks}, last_scanned_at_ms = ${commit.nowMs}
-          WHERE agent_id = ${scanned.session.agentId} AND session_key = ${scanned.session.key}`);
+          WHERE namespace = ${scanned.session.namespace} AND agent_id = ${scanned.session.agentId} AND session_key = ${scanned.session.key}`);
       }
       const outcome = appended?.value;
       const value = outcome?.recorded === true ? { committed: true, event: outcome.event } : { committed: true };
@@ -551,12 +569,12 @@ export class PostgresStore implements Store {
   setRunActive(session: SessionId, active: boolean, nowMs: number): Promise<void> {
     return this.runWrite(async (ctx) => {
       const [row] = await ctx.tx.query<RunFlagRow>(sql`
-        SELECT active, starts, refreshed_at_ms FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+        SELECT active, starts, refreshed_at_ms FROM run_flags WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`);
       const flag = runFlagAfter(row === undefined ? undefined : runFlagFromRow(row), active, nowMs);
       ctx.send(sql`
-        INSERT INTO run_flags (agent_id, session_key, active, starts, refreshed_at_ms)
-        VALUES (${session.agentId}, ${session.key}, ${flag.active}, ${flag.starts}, ${flag.refreshedAtMs})
-        ON CONFLICT (agent_id, session_key) DO UPDATE
+        INSERT INTO run_flags (namespace, agent_id, session_key, active, starts, refreshed_at_ms)
+        VALUES (${session.namespace}, ${session.agentId}, ${session.key}, ${flag.active}, ${flag.starts}, ${flag.refreshedAtMs})
+        ON CONFLICT (namespace, agent_id, session_key) DO UPDATE
         SET active = excluded.active, starts = excluded.starts, refreshed_at_ms = excluded.refreshed_at_ms`);
       return { value: undefined, changes: [] };
     });
@@ -564,7 +582,7 @@ export class PostgresStore implements Store {
 
   async runFlag(session: SessionId): Promise<RunFlag | undefined> {
     const [row] = await this.db.query<RunFlagRow>(sql`
-      SELECT active, starts, refreshed_at_ms FROM run_flags WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`);
+      SELECT active, starts, refreshed_at_ms FROM run_flags WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`);
     return row === undefined ? undefined : runFlagFromRow(row);
   }
 
@@ -572,18 +590,19 @@ export class PostgresStore implements Store {
     return this.runWrite(async (ctx) => {
       const [{ position }] = (await ctx.tx.query<{ position: number }>(sql`
         SELECT coalesce(max(position), 0) + 1 AS position FROM own_texts
-        WHERE agent_id = ${session.agentId} AND session_key = ${session.key}`)) as unknown as [{ position: number }];
+        WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`)) as unknown as [{ position: number }];
       ctx.send(sql`
-        INSERT INTO own_texts (agent_id, session_key, position, digest) VALUES (${session.agentId}, ${session.key}, ${position}, ${digest})`);
+        INSERT INTO own_texts (namespace, agent_id, session_key, position, digest)
+        VALUES (${session.namespace}, ${session.agentId}, ${session.key}, ${position}, ${digest})`);
       ctx.send(sql`
-        DELETE FROM own_texts WHERE agent_id = ${session.agentId} AND session_key = ${session.key} AND position <= ${position - keep}`);
+        DELETE FROM own_texts WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key} AND position <= ${position - keep}`);
       return { value: undefined, changes: [] };
     });
   }
 
   async ownTextDigests(session: SessionId): Promise<string[]> {
     const rows = await this.db.query<{ digest: string }>(sql`
-      SELECT digest FROM own_texts WHERE agent_id = ${session.agentId} AND session_key = ${session.key} ORDER BY position`);
+      SELECT digest FROM own_texts WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key} ORDER BY position`);
     return rows.map((row) => row.digest);
   }
 
@@ -594,7 +613,7 @@ export class PostgresStore implements Store {
 
   /**
    * One bounded retention step under the clock lock, so it is ordered with every other write: events
-   * older than the cutoff, then the oldest beyond `maxEvents` (each session's watermark raised to what it
+   * older than the cutoff, then each namespace's oldest beyond `maxEvents` (each session's watermark raised to what it
    * loses, in the same statement), untouched cursors, and feed rows no replica needs any more.
    */
   pruneStep(policy: RetentionPolicy): Promise<PruneStep> {
@@ -615,19 +634,19 @@ export class PostgresStore implements Store {
       let eventsRemoved = await removeEvents(
         sql`SELECT sequence FROM events WHERE occurred_at_ms < ${policy.cutoffMs} LIMIT ${policy.maxRowsPerStep}`,
       );
-      if (eventsRemoved < policy.maxRowsPerStep) {
-        const [count] = await tx.query<{ n: number }>(sql`SELECT count(*)::int8 AS n FROM events`);
-        const excess = count!.n - policy.maxEvents;
-        if (excess > 0) {
-          eventsRemoved += await removeEvents(
-            sql`SELECT sequence FROM events ORDER BY sequence LIMIT ${Math.min(excess, policy.maxRowsPerStep - eventsRemoved)}`,
-          );
-        }
+      // Each namespace's log is bounded on its own (SPEC §12.1).
+      const counts = eventsRemoved < policy.maxRowsPerStep
+        ? await tx.query<{ namespace: string; n: number }>(sql`SELECT namespace, count(*)::int8 AS n FROM events GROUP BY namespace`)
+        : [];
+      for (const { namespace, n } of counts) {
+        const excess = Math.min(n - policy.maxEvents, policy.maxRowsPerStep - eventsRemoved);
+        if (excess <= 0) continue;
+        eventsRemoved += await removeEvents(sql`SELECT sequence FROM events WHERE namespace = ${namespace} ORDER BY sequence LIMIT ${excess}`);
       }
       const removed = (
         await tx.query<CursorRow>(sql`
-          DELETE FROM cursors WHERE (watcher_key, target_agent_id, target_key) IN (
-            SELECT watcher_key, target_agent_id, target_key FROM cursors
+          DELETE FROM cursors WHERE (namespace, watcher_key, target_agent_id, target_key) IN (
+            SELECT namespace, watcher_key, target_agent_id, target_key FROM cursors
             WHERE updated_at_ms < ${policy.cutoffMs} LIMIT ${Math.max(0, policy.maxRowsPerStep - eventsRemoved)}
           ) RETURNING *`)
       ).map(cursorFromRow);

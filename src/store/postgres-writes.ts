@@ -10,6 +10,7 @@ import type { StorageTracker } from "./storage-tracker.js";
 
 /** The rows a write will read, named before the transaction so the batch reads them all at once. */
 export interface WriteHints {
+  /** Dedupe keys with their namespaces (each namespace has its own), as `dedupeIdOf` makes them. */
   dedupeKeys?: readonly string[];
   targets?: readonly SessionId[];
 }
@@ -22,16 +23,27 @@ export interface DedupedEvent {
 
 /** The rows a batch read up front, under the clock lock: every hinted dedupe key and target. */
 export interface Prefetched {
-  /** Hinted keys that hold an event; a hinted key missing here holds none. */
+  /** Hinted keys (`dedupeIdOf`) that hold an event; a hinted key missing here holds none. */
   eventsByDedupeKey: Map<string, DedupedEvent>;
   dedupeKeys: Set<string>;
   /** Every cursor on each hinted target, by `targetKeyOf`. */
   cursorsByTarget: Map<string, CursorRecord[]>;
 }
 
+/** A dedupe key within its namespace, for maps and hints: a namespace holds no space, so the first one splits it. */
+export function dedupeIdOf(namespace: string, dedupeKey: string): string {
+  return `${namespace} ${dedupeKey}`;
+}
+
+/** The namespace and dedupe key of a `dedupeIdOf` id. */
+export function dedupeKeyOfId(id: string): { namespace: string; dedupeKey: string } {
+  const space = id.indexOf(" ");
+  return { namespace: id.slice(0, space), dedupeKey: id.slice(space + 1) };
+}
+
 /** The identity of a target, for maps. */
 export function targetKeyOf(target: SessionId): string {
-  return `${target.agentId}\u0000${target.key}`;
+  return `${target.namespace}\u0000${target.agentId}\u0000${target.key}`;
 }
 
 /** An event a batch will insert, with what its row needs besides the event. */
@@ -88,7 +100,7 @@ export class PgWriteContext {
       this.send(sql`
         WITH r AS (
           SELECT * FROM unnest(
-            ${column((r) => r.event.sequence)}::int8[], ${column((r) => r.event.agentId)}::text[],
+            ${column((r) => r.event.sequence)}::int8[], ${column((r) => r.event.namespace)}::text[], ${column((r) => r.event.agentId)}::text[],
             ${column((r) => r.event.sessionKey)}::text[], ${column((r) => r.event.kind)}::text[],
             ${column((r) => r.event.actorType)}::text[], ${column((r) => r.event.actorId ?? null)}::text[],
             ${column((r) => r.event.runId ?? null)}::text[], ${column((r) => r.event.summary)}::text[],
@@ -97,32 +109,32 @@ export class PgWriteContext {
             ${column((r) => r.event.payload.catalogId ?? null)}::text[], ${column((r) => r.event.payload.hostId ?? null)}::text[],
             ${column((r) => r.dedupeKey ?? null)}::text[], ${column((r) => Buffer.from(r.event.wire).toString("hex"))}::text[],
             ${column((r) => r.nowMs)}::int8[]
-          ) AS r (sequence, agent_id, session_key, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
+          ) AS r (sequence, namespace, agent_id, session_key, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
                   channel, turns, catalog_id, host_id, dedupe_key, wire_hex, now_ms)
         ),
         head AS (
-          INSERT INTO heads (agent_id, session_key, state_version, updated_at_ms)
-          SELECT agent_id, session_key, max(sequence), max(now_ms) FROM r GROUP BY agent_id, session_key
-          ON CONFLICT (agent_id, session_key) DO UPDATE
+          INSERT INTO heads (namespace, agent_id, session_key, state_version, updated_at_ms)
+          SELECT namespace, agent_id, session_key, max(sequence), max(now_ms) FROM r GROUP BY namespace, agent_id, session_key
+          ON CONFLICT (namespace, agent_id, session_key) DO UPDATE
           SET state_version = greatest(heads.state_version, excluded.state_version), updated_at_ms = excluded.updated_at_ms
-          RETURNING session_id, agent_id, session_key
+          RETURNING session_id, namespace, agent_id, session_key
         )
-        INSERT INTO events (sequence, session_id, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
+        INSERT INTO events (sequence, session_id, namespace, kind, actor_type, actor_id, run_id, summary, occurred_at_ms, outcome,
           channel, turns, catalog_id, host_id, dedupe_key, wire)
-        SELECT r.sequence, head.session_id, r.kind, r.actor_type, r.actor_id, r.run_id, r.summary, r.occurred_at_ms, r.outcome,
-          r.channel, r.turns, r.catalog_id, r.host_id, r.dedupe_key, decode(r.wire_hex, 'hex')
-        FROM r JOIN head ON head.agent_id = r.agent_id AND head.session_key = r.session_key`);
+        SELECT r.sequence, head.session_id, r.namespace, r.kind, r.actor_type, r.actor_id, r.run_id, r.summary, r.occurred_at_ms,
+          r.outcome, r.channel, r.turns, r.catalog_id, r.host_id, r.dedupe_key, decode(r.wire_hex, 'hex')
+        FROM r JOIN head ON head.namespace = r.namespace AND head.agent_id = r.agent_id AND head.session_key = r.session_key`);
     }
     if (this.deferredCursors.size > 0) {
       const cursors = [...this.deferredCursors.values()];
       this.deferredCursors = new Map();
       const column = <T>(pick: (c: CursorRecord) => T): T[] => cursors.map(pick);
       this.send(sql`
-        INSERT INTO cursors (watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
-        SELECT * FROM unnest(${column((c) => c.watcherKey)}::text[], ${column((c) => c.target.agentId)}::text[],
-          ${column((c) => c.target.key)}::text[], ${column((c) => c.acked)}::int8[], ${column((c) => c.notified)}::int8[],
-          ${column((c) => c.material)}::int8[], ${column((c) => c.updatedAtMs)}::int8[])
-        ON CONFLICT (watcher_key, target_agent_id, target_key) DO UPDATE
+        INSERT INTO cursors (namespace, watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
+        SELECT * FROM unnest(${column((c) => c.target.namespace)}::text[], ${column((c) => c.watcherKey)}::text[],
+          ${column((c) => c.target.agentId)}::text[], ${column((c) => c.target.key)}::text[], ${column((c) => c.acked)}::int8[],
+          ${column((c) => c.notified)}::int8[], ${column((c) => c.material)}::int8[], ${column((c) => c.updatedAtMs)}::int8[])
+        ON CONFLICT (namespace, watcher_key, target_agent_id, target_key) DO UPDATE
         SET acked = excluded.acked, notified = excluded.notified, material = excluded.material, updated_at_ms = excluded.updated_at_ms`);
     }
   }
@@ -137,10 +149,11 @@ export class PgWriteContext {
     return this.appended.get(targetKeyOf(session)) ?? 0;
   }
 
-  /** The event holding `dedupeKey`: `null` when known to be none, `undefined` when not read up front. */
-  dedupedEvent(dedupeKey: string): DedupedEvent | null | undefined {
-    if (!this.prefetched.dedupeKeys.has(dedupeKey)) return undefined;
-    return this.prefetched.eventsByDedupeKey.get(dedupeKey) ?? null;
+  /** The event of `namespace` holding `dedupeKey`: `null` when known to be none, `undefined` when not read up front. */
+  dedupedEvent(namespace: string, dedupeKey: string): DedupedEvent | null | undefined {
+    const id = dedupeIdOf(namespace, dedupeKey);
+    if (!this.prefetched.dedupeKeys.has(id)) return undefined;
+    return this.prefetched.eventsByDedupeKey.get(id) ?? null;
   }
 
   /** Every cursor on `target`, when read up front. */
@@ -150,8 +163,10 @@ export class PgWriteContext {
 
   /** Records an event this batch inserted, so a later write of the batch finds it by its dedupe key. */
   noteEvent(dedupeKey: string | undefined, event: StoredEvent): void {
-    if (dedupeKey === undefined || !this.prefetched.dedupeKeys.has(dedupeKey)) return;
-    this.prefetched.eventsByDedupeKey.set(dedupeKey, { event, stateVersion: event.sequence });
+    if (dedupeKey === undefined) return;
+    const id = dedupeIdOf(event.namespace, dedupeKey);
+    if (!this.prefetched.dedupeKeys.has(id)) return;
+    this.prefetched.eventsByDedupeKey.set(id, { event, stateVersion: event.sequence });
   }
 
   /** Records cursors this batch wrote, so later writes of the batch read them as written. */
@@ -343,10 +358,10 @@ export class PgGroupCommit {
         if (changes.length > 0) {
           settleOwn = this.own.reserve(changeSeq);
           ctx.send(sql`
-            INSERT INTO pair_changes (change_seq, watcher_key, target_agent_id, target_key, at_ms)
-            SELECT ${changeSeq}, w, a, k, ${this.nowMs()}
-            FROM unnest(${changes.map((c) => c.watcherKey)}::text[], ${changes.map((c) => c.target.agentId)}::text[],
-                        ${changes.map((c) => c.target.key)}::text[]) AS t (w, a, k)`);
+            INSERT INTO pair_changes (change_seq, namespace, watcher_key, target_agent_id, target_key, at_ms)
+            SELECT ${changeSeq}, n, w, a, k, ${this.nowMs()}
+            FROM unnest(${changes.map((c) => c.target.namespace)}::text[], ${changes.map((c) => c.watcherKey)}::text[],
+                        ${changes.map((c) => c.target.agentId)}::text[], ${changes.map((c) => c.target.key)}::text[]) AS t (n, w, a, k)`);
           ctx.send(sql`SELECT pg_notify(${this.notifyChannel}, ${String(changeSeq)})`);
         }
         if (ctx.lastSequence !== clock!.event_seq || changeSeq !== clock!.change_seq) {

@@ -1,6 +1,6 @@
 /**
  * Rows as both backends store them (the same column names in SQLite and PostgreSQL), and their
- * conversion to domain records: once, at the row boundary. Booleans arrive as 0/1 from SQLite and as
+ * conversion to domain records: once, at the row boundary. Every row carries its namespace (SPEC §12.1). Booleans arrive as 0/1 from SQLite and as
  * booleans from PostgreSQL; both are read with `isTrue`.
  */
 import type { ActorType, EventKind, RunOutcome, StoredEvent } from "../domain/event.js";
@@ -9,6 +9,7 @@ import type { RunFlag } from "../domain/session-activity.js";
 
 export interface EventRow {
   sequence: number;
+  namespace: string;
   agent_id: string;
   session_key: string;
   kind: string;
@@ -26,6 +27,7 @@ export interface EventRow {
 }
 
 export interface HeadRow {
+  namespace: string;
   agent_id: string;
   session_key: string;
   state_version: number;
@@ -35,6 +37,7 @@ export interface HeadRow {
 }
 
 export interface CursorRow {
+  namespace: string;
   watcher_key: string;
   target_agent_id: string;
   target_key: string;
@@ -45,6 +48,7 @@ export interface CursorRow {
 }
 
 export interface LinkRow {
+  namespace: string;
   agent_id: string;
   session_key: string;
   catalog_id: string;
@@ -71,6 +75,7 @@ function isTrue(value: number | boolean): boolean {
 export function eventFromRow(row: EventRow): StoredEvent {
   const event: StoredEvent = {
     sequence: row.sequence,
+    namespace: row.namespace,
     agentId: row.agent_id,
     sessionKey: row.session_key,
     kind: row.kind as EventKind,
@@ -92,7 +97,7 @@ export function eventFromRow(row: EventRow): StoredEvent {
 
 export function headFromRow(row: HeadRow): SessionHead {
   return {
-    session: { agentId: row.agent_id, key: row.session_key },
+    session: { namespace: row.namespace, agentId: row.agent_id, key: row.session_key },
     stateVersion: row.state_version,
     prunedThrough: row.pruned_through,
     updatedAtMs: row.updated_at_ms,
@@ -103,7 +108,7 @@ export function headFromRow(row: HeadRow): SessionHead {
 export function cursorFromRow(row: CursorRow): CursorRecord {
   return {
     watcherKey: row.watcher_key,
-    target: { agentId: row.target_agent_id, key: row.target_key },
+    target: { namespace: row.namespace, agentId: row.target_agent_id, key: row.target_key },
     acked: row.acked,
     notified: row.notified,
     material: row.material,
@@ -113,7 +118,7 @@ export function cursorFromRow(row: CursorRow): CursorRecord {
 
 export function linkFromRow(row: LinkRow): LinkRecord {
   const link: LinkRecord = {
-    session: { agentId: row.agent_id, key: row.session_key },
+    session: { namespace: row.namespace, agentId: row.agent_id, key: row.session_key },
     catalogId: row.catalog_id,
     hostId: row.host_id,
     threadId: row.thread_id,

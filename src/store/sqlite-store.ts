@@ -100,9 +100,9 @@ export class SqliteStore implements Store {
 
   private appendInTransaction(input: AppendInput): WriteResult<AppendOutcome> {
     if (input.dedupeKey !== undefined) {
-      const existing = this.events.eventByDedupeKey(input.dedupeKey);
+      const existing = this.events.eventByDedupeKey(input.session.namespace, input.dedupeKey);
       if (existing !== undefined) {
-        const stateVersion = this.events.versionOf({ agentId: existing.agentId, key: existing.sessionKey });
+        const stateVersion = this.events.versionOf({ namespace: existing.namespace, agentId: existing.agentId, key: existing.sessionKey });
         return { value: { recorded: true, deduplicated: true, event: existing, stateVersion, noticesOpened: 0 }, changes: [] };
       }
     }
@@ -151,8 +151,8 @@ export class SqliteStore implements Store {
     return this.events.stamps.of(session);
   }
 
-  async listSessions(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<SessionHead[]> {
-    return this.events.heads(filter.agentId, filter.after, filter.limit);
+  async listSessions(filter: Parameters<Store["listSessions"]>[0]): Promise<SessionHead[]> {
+    return this.events.heads(filter.namespace, filter.agentId, filter.after, filter.limit);
   }
 
   async getStateVersions(sessions: readonly SessionId[]): Promise<(number | undefined)[]> {
@@ -163,7 +163,7 @@ export class SqliteStore implements Store {
     return this.runWrite(() => {
       const eventsRemoved = this.events.deleteSession(session);
       const removed = this.cursors.removeOfTarget(session);
-      if (isWatcherOf(session.key, session)) removed.push(...this.cursors.removeOfWatcher(session.key));
+      if (isWatcherOf(session.key, session)) removed.push(...this.cursors.removeOfWatcher(session.namespace, session.key));
       this.activity.removeSession(session);
       const value = { eventsRemoved, cursorsRemoved: removed.length, linkRemoved: this.links.remove(session) };
       return { value, changes: pairChangesOfRemoved(removed) };
@@ -191,9 +191,9 @@ export class SqliteStore implements Store {
     return this.cursors.page(filter);
   }
 
-  async resetWatcher(watcherKey: string): Promise<number> {
+  async resetWatcher(namespace: string, watcherKey: string): Promise<number> {
     return this.runWrite(() => {
-      const removed = this.cursors.removeOfWatcher(watcherKey);
+      const removed = this.cursors.removeOfWatcher(namespace, watcherKey);
       return { value: removed.length, changes: pairChangesOfRemoved(removed) };
     });
   }
@@ -202,8 +202,8 @@ export class SqliteStore implements Store {
     return this.cursors.get(watcherKey, target);
   }
 
-  async pendingCursors(watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]> {
-    return this.cursors.pending(watcherKeys, prefixes);
+  async pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]> {
+    return this.cursors.pending(namespace, watcherKeys, prefixes);
   }
 
   ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]> {
@@ -230,12 +230,12 @@ export class SqliteStore implements Store {
     return this.links.get(session);
   }
 
-  async listLinks(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<LinkRecord[]> {
-    return this.links.page(filter.agentId, filter.after, filter.limit);
+  async listLinks(filter: Parameters<Store["listLinks"]>[0]): Promise<LinkRecord[]> {
+    return this.links.page(filter.namespace, filter.agentId, filter.after, filter.limit);
   }
 
-  async watchedLinks(): Promise<LinkRecord[]> {
-    return this.links.watchedLinks();
+  async watchedLinks(namespace?: string): Promise<LinkRecord[]> {
+    return this.links.watchedLinks(namespace);
   }
 
   async commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }> {

@@ -33,8 +33,8 @@ export interface Store {
    * every write has it; absent on one whose database other processes write too.
    */
   statusStamp?(session: SessionId): number;
-  /** Sessions with a head, ordered by (agent id, key), strictly after `after`. */
-  listSessions(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<SessionHead[]>;
+  /** Sessions of a namespace with a head, ordered by (agent id, key), strictly after `after`. */
+  listSessions(filter: { namespace: string; agentId?: string; after?: SessionId; limit: number }): Promise<SessionHead[]>;
   /** The state version of each session, `undefined` where it has no head; same order as asked. */
   getStateVersions(sessions: readonly SessionId[]): Promise<(number | undefined)[]>;
   /** Removes a session's events, head, upstream link, run flag, own texts and cursors in both directions. */
@@ -46,19 +46,20 @@ export interface Store {
   watch(watcherKey: string, target: SessionId, nowMs: number): Promise<CursorRecord>;
   /** Removes a pair's cursor; true when there was one. */
   unwatch(watcherKey: string, target: SessionId): Promise<boolean>;
-  /** A page of cursors, filtered by watcher and/or target, ordered by (watcher, target), strictly after `after`. */
+  /** A page of a namespace's cursors, filtered by watcher and/or target, ordered by (watcher, target), strictly after `after`. */
   listWatches(filter: {
+    namespace: string;
     watcherKey?: string;
     target?: SessionId;
     after?: readonly [string, string, string];
     limit: number;
   }): Promise<CursorRecord[]>;
-  /** Removes every cursor a watcher holds; returns how many. */
-  resetWatcher(watcherKey: string): Promise<number>;
+  /** Removes every cursor a watcher of `namespace` holds; returns how many. */
+  resetWatcher(namespace: string, watcherKey: string): Promise<number>;
   /** The cursor of one pair. */
   getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined>;
-  /** Pending cursors of the named watchers and of watchers whose key starts with one of the prefixes. */
-  pendingCursors(watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]>;
+  /** Pending cursors, in `namespace`, of the named watchers and of watchers whose key starts with one of the prefixes. */
+  pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]>;
   /** Applies acknowledgements in order, in one transaction; one outcome per ack. */
   ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]>;
   /**
@@ -79,10 +80,10 @@ export interface Store {
   adopt(input: AdoptInput): Promise<{ event: StoredEvent; link?: LinkRecord }>;
   /** The link of a session, if any. */
   getLink(session: SessionId): Promise<LinkRecord | undefined>;
-  /** A page of links ordered by (agent id, key), strictly after `after`. */
-  listLinks(filter: { agentId?: string; after?: SessionId; limit: number }): Promise<LinkRecord[]>;
-  /** Links whose session is the target of at least one cursor. */
-  watchedLinks(): Promise<LinkRecord[]>;
+  /** A page of a namespace's links ordered by (agent id, key), strictly after `after`. */
+  listLinks(filter: { namespace: string; agentId?: string; after?: SessionId; limit: number }): Promise<LinkRecord[]>;
+  /** Links whose session is the target of at least one cursor: in `namespace`, or in every namespace. */
+  watchedLinks(namespace?: string): Promise<LinkRecord[]>;
   /**
    * Applies a scan result in one transaction, if the link still equals `scanned` (same source, marker,
    * miss streak and update time); otherwise changes nothing and answers `committed: false`.

@@ -108,16 +108,19 @@ export class UpstreamMonitor {
     await this.ticks.idle();
   }
 
-  /** Runs one tick after any tick in progress. */
-  tick(): Promise<TickReport> {
-    return this.ticks.run(() => this.scanWatchedLinks());
+  /**
+   * Runs one tick after any tick in progress: over the watched links of every namespace, or of
+   * `namespace` only (ScanNow scans the caller's namespace and reports on nothing else).
+   */
+  tick(namespace?: string): Promise<TickReport> {
+    return this.ticks.run(() => this.scanWatchedLinks(namespace));
   }
 
-  private async scanWatchedLinks(): Promise<TickReport> {
+  private async scanWatchedLinks(namespace: string | undefined): Promise<TickReport> {
     const report: TickReport = { linksScanned: 0, eventsRecorded: 0, linksHeld: 0 };
     this.metrics?.monitorTicks.inc();
     const count = (outcome: string): void => this.metrics?.monitorLinks.inc({ outcome });
-    for (const link of await this.store.watchedLinks()) {
+    for (const link of await this.store.watchedLinks(namespace)) {
       if (this.stopped) break;
       if (!link.source.startsWith(fileSourcePrefix)) continue;
       try {

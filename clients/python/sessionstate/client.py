@@ -52,7 +52,8 @@ def _session(key: str, agent_id: Optional[str] = None) -> types_pb2.SessionRef:
 class SessionStateClient:
     """The sessionstate client. ``target`` is any gRPC target (``host:port``, ``dns:///name:port``, or
     several replicas as ``ipv4:10.0.0.5:50051,10.0.0.6:50051``, used round-robin). ``token`` is sent as a
-    bearer token on every call. ``tls``: ``None`` for plaintext, ``True`` for the system roots, or a
+    bearer token on every call; ``namespace`` (default: the server's ``default``) as ``sessionstate-namespace``
+    metadata, so gateways sharing one service keep their sessions apart. ``tls``: ``None`` for plaintext, ``True`` for the system roots, or a
     mapping with ``ca_pem`` (and ``cert_pem``/``key_pem`` for mutual TLS) as bytes. ``timeout`` is the
     deadline of each call, in seconds. Use it as a context manager, or call :meth:`close`."""
 
@@ -61,6 +62,7 @@ class SessionStateClient:
         target: str,
         *,
         token: Optional[str] = None,
+        namespace: Optional[str] = None,
         tls: Union[None, bool, Mapping[str, bytes]] = None,
         timeout: float = 10.0,
     ) -> None:
@@ -78,7 +80,12 @@ class SessionStateClient:
                 root_certificates=pems.get("ca_pem"), private_key=pems.get("key_pem"), certificate_chain=pems.get("cert_pem")
             )
             self._channel = grpc.secure_channel(target, credentials, options=options)
-        self._metadata = () if token is None else (("authorization", f"Bearer {token}"),)
+        metadata = []
+        if token is not None:
+            metadata.append(("authorization", f"Bearer {token}"))
+        if namespace is not None:
+            metadata.append(("sessionstate-namespace", namespace))
+        self._metadata = tuple(metadata)
         self._timeout = timeout
         #: The generated stubs, for every call the helpers below do not cover.
         self.signal_log = signal_log_pb2_grpc.SignalLogStub(self._channel)

@@ -114,6 +114,26 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(again.event.sequence, first.event.sequence)
         self.assertEqual(self.client.session_status(self.target).state_version, 1)
 
+    def test_a_namespace_keeps_the_same_key_apart(self) -> None:
+        other = SessionStateClient(self.server.address, namespace="team-b")
+        try:
+            here = self.client.append(self.target, "GOAL_CHANGED", "AGENT", "default", dedupe_key="ns-1")
+            there = other.append(self.target, "GOAL_CHANGED", "AGENT", "team-b", dedupe_key="ns-1")
+            self.assertFalse(there.deduplicated)
+            self.assertNotEqual(there.event.sequence, here.event.sequence)
+            self.assertEqual(other.session_status(self.target).state_version, there.event.sequence)
+            self.assertEqual(self.client.session_status(self.target).state_version, here.event.sequence)
+        finally:
+            other.close()
+        bad = SessionStateClient(self.server.address, namespace="Team B")
+        try:
+            with self.assertRaises(grpc.RpcError) as raised:
+                bad.session_status(self.target)
+            self.assertEqual(raised.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("sessionstate-namespace", raised.exception.details())
+        finally:
+            bad.close()
+
     def test_refusals_raise_invalid_argument_naming_the_field(self) -> None:
         with self.assertRaises(grpc.RpcError) as raised:
             self.client.append("", "GOAL_CHANGED", "AGENT", "x")

@@ -36,6 +36,11 @@ export interface ClientOptions {
   address: string;
   /** Bearer token, sent as `authorization: Bearer <token>` on every call. */
   token?: string;
+  /**
+   * The namespace every call is in (sent as `sessionstate-namespace` metadata): gateways sharing one
+   * service keep their sessions apart this way. Default: the server's `default`.
+   */
+  namespace?: string;
   /** TLS: `true` trusts the system roots; or give a CA (and a client certificate for mutual TLS). */
   tls?: true | { caPem?: Uint8Array; certPem?: Uint8Array; keyPem?: Uint8Array };
   /** Deadline of every call that sets none, in ms. Default 10 s. */
@@ -149,10 +154,10 @@ export class SessionStateClient {
       "grpc.initial_reconnect_backoff_ms": 250,
       "grpc.max_reconnect_backoff_ms": 5000,
     });
-    const defaults: CallOptions = {
-      timeoutMs: options.defaultTimeoutMs ?? 10_000,
-      ...(options.token === undefined ? {} : { metadata: { authorization: `Bearer ${options.token}` } }),
-    };
+    const metadata: Record<string, string> = {};
+    if (options.token !== undefined) metadata.authorization = `Bearer ${options.token}`;
+    if (options.namespace !== undefined) metadata["sessionstate-namespace"] = options.namespace;
+    const defaults: CallOptions = { timeoutMs: options.defaultTimeoutMs ?? 10_000, metadata };
     this.signalLog = createServiceClient(this.channel, SignalLog, defaults);
     this.watch = createServiceClient(this.channel, Watch, defaults);
     this.reconcile = createServiceClient(this.channel, Reconcile, defaults);
