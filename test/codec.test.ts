@@ -14,7 +14,7 @@ import {
   WatchResponseSchema,
 } from "../gen/sessionstate/v1/watch_pb.js";
 import { encodeStateEvent } from "../src/codec/event-codec.js";
-import { actorsToProto, kindsToProto, outcomesToProto } from "../src/codec/proto-enums.js";
+import { actorsToProto, kindsToProto, outcomesToProto, provenancesToProto } from "../src/codec/proto-enums.js";
 import {
   ackResponse,
   appendBatchResponse,
@@ -45,7 +45,7 @@ const event: EventFields = {
   runId: "run-7",
   summary: "failed after 3 turns ✗",
   occurredAtMs: 1_764_676_800_123,
-  payload: { outcome: "timeout", channel: "slack", turns: 3, catalogId: "c1", hostId: "h1" },
+  payload: { outcome: "timeout", channel: "slack", turns: 3, catalogId: "c1", hostId: "h1", reason: "out of memory" },
 };
 
 /** A cursor with every field set to something other than its default. */
@@ -56,6 +56,8 @@ const cursor: CursorRecord = {
   notified: 5,
   material: 2 ** 40,
   updatedAtMs: 1_764_676_800_456,
+  provenance: "ambient",
+  extraKinds: ["run_completed", "compacted"],
 };
 
 /** The StateEvent of an event, built field by field from the proto's own types (the reference). */
@@ -75,6 +77,7 @@ function stateEventInit(e: EventFields): MessageInitShape<typeof StateEventSchem
       turns: e.payload.turns ?? 0,
       catalogId: e.payload.catalogId ?? "",
       hostId: e.payload.hostId ?? "",
+      reason: e.payload.reason ?? "",
     },
   };
 }
@@ -87,6 +90,8 @@ function cursorInit(c: CursorRecord): MessageInitShape<typeof CursorSchema> {
     notifiedVersion: BigInt(c.notified),
     materialVersion: BigInt(c.material),
     updatedAt: timestampFromMs(c.updatedAtMs),
+    provenance: provenancesToProto.get(c.provenance)!,
+    extraMaterialKinds: c.extraKinds.map((kind) => kindsToProto.get(kind)!),
   };
 }
 
@@ -115,6 +120,8 @@ function generator(seed: number) {
       notified: Math.min(Number.MAX_SAFE_INTEGER, acked + pick([0, 1, 5000])),
       material: Math.min(Number.MAX_SAFE_INTEGER, acked + pick([0, 1, 7000])),
       updatedAtMs: pick([0, 999, 1000, -1, -1001, 1_764_676_800_123, 1_764_676_800_000, 253_402_300_799_999]),
+      provenance: pick(["explicit", "ambient"] as const),
+      extraKinds: pick([[], ["run_failed"], ["run_completed", "run_failed", "compacted"]] as const),
     };
   };
   return { next, pick, cursor: randomCursor };
@@ -180,7 +187,12 @@ describe("the codec", () => {
       },
       {
         schema: SubscribeStaleNoticesResponseSchema,
-        samples: [noticeResponse(noticeFromCursor(cursor)).bytes, syncedResponse(4).bytes],
+        // An ambient notice (queue only) and a waking one: between them every field is set once.
+        samples: [
+          noticeResponse(noticeFromCursor(cursor)).bytes,
+          noticeResponse(noticeFromCursor({ ...cursor, provenance: "explicit" })).bytes,
+          syncedResponse(4).bytes,
+        ],
       },
       { schema: AckNoticesResponseSchema, samples: [ackResponse([{ acknowledged: true, reopened: true, cursor }]).bytes] },
       { schema: WatchResponseSchema, samples: [watchResponse({ cursor }).bytes, watchResponse({ reason: "not agent-qualified" }).bytes] },
@@ -251,7 +263,9 @@ describe("the codec", () => {
       catalog_id: event.payload.catalogId!,
       host_id: event.payload.hostId!,
     };
-    assert.deepEqual(Buffer.from(encodeVersion2Event(row)), Buffer.from(encodeStateEvent(event)));
+    // A schema-2 row had no failure reason: the live encoder writes the same bytes for an event without one.
+    const { reason: _reason, ...payloadOfVersion2 } = event.payload;
+    assert.deepEqual(Buffer.from(encodeVersion2Event(row)), Buffer.from(encodeStateEvent({ ...event, payload: payloadOfVersion2 })));
     const bare = { ...row, actor_id: null, run_id: null, outcome: null, channel: null, turns: null, catalog_id: null, host_id: null, occurred_at_ms: -1001 };
     assert.deepEqual(
       Buffer.from(encodeVersion2Event(bare)),
@@ -314,6 +328,7 @@ describe("the codec", () => {
               text: notice.text,
               wake: notice.wake,
               contextKey: notice.contextKey,
+              queueOnly: notice.queueOnly,
             },
           },
         }),

@@ -57,7 +57,7 @@ describe("sessionstate mcp", () => {
     const text = `Session "${worker}" changed (other actor). Reconcile before acting: session_status sessionKey "${worker}" changesSince 0.`;
     assert.deepEqual((await call(mcp, "stale_notices")).value, {
       session: agent,
-      notices: [{ sessionKey: worker, text, changesSince: 0, notifiedVersion: 1, wake: true, acknowledged: true, reopened: false }],
+      notices: [{ sessionKey: worker, text, changesSince: 0, notifiedVersion: 1, wake: true, queueOnly: false, acknowledged: true, reopened: false }],
     });
     assert.deepEqual((await call(mcp, "stale_notices")).value, { session: agent, notices: [] }, "consumed: gone");
 

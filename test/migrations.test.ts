@@ -143,7 +143,7 @@ describe("schema migration to namespaces (6)", () => {
         const status = await store.sessionStatus(t, 0, 10);
         assert.deepEqual([status.stateVersion, status.changes!.events.map((e) => e.sequence), status.changes!.historyGap], [7, [5, 7], true]);
         assert.deepEqual(await store.pendingCursors("default", ["agent:main:w"], []), [
-          { watcherKey: "agent:main:w", target: t, acked: 3, notified: 5, material: 7, updatedAtMs: 4 },
+          { watcherKey: "agent:main:w", target: t, acked: 3, notified: 5, material: 7, updatedAtMs: 4, provenance: "explicit", extraKinds: [] },
         ]);
         assert.equal((await store.getLink(t))?.marker, "u1");
         assert.deepEqual(await store.runFlag(t), { active: true, starts: 2, refreshedAtMs: 6 });

@@ -10,7 +10,7 @@ import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1
 import { SessionStateClient, silentLogger } from "../clients/typescript/src/session-state-client.js";
 import { createServiceClient } from "../clients/typescript/src/service-client.js";
 import { postgresMigrations } from "../src/store/postgres-schema.js";
-import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
+import { ActorType, EventKind, RunOutcome, WatchProvenance } from "../gen/sessionstate/v1/types_pb.js";
 import type { EventKind as KindName } from "../src/domain/event.js";
 import { freshSchema, testCluster } from "./backend.js";
 import { ReferenceModel } from "./reference-model.js";
@@ -217,7 +217,7 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
     }
   });
 
-  test("random appends, watches, unwatches, acks and resets, each through a random replica, leave the pending notices of a reference model", async () => {
+  test("random appends, explicit and ambient watches with extra kinds, unwatches, acks and resets, each through a random replica, leave the pending notices of a reference model", async () => {
     const schema = freshSchema();
     const replicas = [await startReplica(schema), await startReplica(schema)];
     const watchers = ["agent:main:w0", "agent:main:w1", "agent:main:w2", "agent:ops:w3"];
@@ -227,6 +227,13 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
       [EventKind.GOAL_CHANGED, "goal_changed", ActorType.AGENT],
       [EventKind.CHILD_SPAWNED, "child_spawned", ActorType.AGENT],
       [EventKind.RUN_COMPLETED, "run_completed", ActorType.AGENT],
+      [EventKind.RUN_FAILED, "run_failed", ActorType.AGENT],
+      [EventKind.COMPACTED, "compacted", ActorType.SYSTEM],
+    ];
+    const extraSets: [EventKind, KindName][][] = [
+      [],
+      [[EventKind.RUN_FAILED, "run_failed"]],
+      [[EventKind.RUN_COMPLETED, "run_completed"], [EventKind.COMPACTED, "compacted"]],
     ];
     const models = new Map(targets.map((target) => [target, new ReferenceModel()]));
     let seed = 1107;
@@ -252,6 +259,7 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
             summary: "model step",
             notifySessionKeys: named,
             ...(actorId === undefined ? {} : { actorId }),
+            ...(kind === EventKind.RUN_FAILED ? { payload: { outcome: RunOutcome.ERROR, reason: "exit 1" } } : {}),
           });
           model.event(kindName, Number(response.event!.sequence), actorId, named);
         } else if (op < 7) {
@@ -265,8 +273,15 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
           model.ack(watcher, Number(notifiedVersion), through);
         } else if (op < 8) {
           const watcher = pick(watchers);
-          const response = await clients.watch.watch({ watcherSessionKey: watcher, target: { key: target } });
-          model.watch(watcher, Number(response.cursor!.ackedVersion));
+          const ambient = random(2) === 0;
+          const extra = ambient ? [] : pick(extraSets);
+          const response = await clients.watch.watch({
+            watcherSessionKey: watcher,
+            target: { key: target },
+            provenance: ambient ? WatchProvenance.AMBIENT : WatchProvenance.EXPLICIT,
+            extraMaterialKinds: extra.map(([kind]) => kind),
+          });
+          model.watch(watcher, Number(response.cursor!.ackedVersion), ambient ? "ambient" : "explicit", extra.map(([, name]) => name));
         } else if (op < 9) {
           const watcher = pick(watchers);
           await clients.watch.unwatch({ watcherSessionKey: watcher, target: { key: target } });
@@ -281,9 +296,11 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
           for (const c of cursors) assert.ok(c.ackedVersion <= c.notifiedVersion && c.notifiedVersion <= c.materialVersion, `step ${step}: L <= N <= M`);
           const stored = cursors
             .filter((c) => c.notifiedVersion > c.ackedVersion)
-            .map((c) => `${c.target!.key} ${c.watcherSessionKey} ${c.ackedVersion} ${c.notifiedVersion}`)
+            .map((c) => `${c.target!.key} ${c.watcherSessionKey} ${c.ackedVersion} ${c.notifiedVersion} ${WatchProvenance[c.provenance]!.toLowerCase()}`)
             .sort();
-          const expected = [...models].flatMap(([key, each]) => [...each.pending()].map(([w, [l, n]]) => `${key} ${w} ${l} ${n}`)).sort();
+          const expected = [...models]
+            .flatMap(([key, each]) => [...each.pending()].map(([w, [l, n, provenance]]) => `${key} ${w} ${l} ${n} ${provenance}`))
+            .sort();
           assert.deepEqual(stored, expected, `step ${step}: pending notices`);
         }
       }

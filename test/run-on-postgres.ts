@@ -18,6 +18,7 @@ const behaviourFiles = [
   "test/client.test.ts",
   "test/limits-metrics.test.ts",
   "test/namespaces.test.ts",
+  "test/ambient-watches.test.ts",
 ];
 
 if (postgresBinDir() === undefined) {

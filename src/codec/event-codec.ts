@@ -2,11 +2,12 @@ import type { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { RunOutcome as ProtoRunOutcome, CursorSchema, EventPayloadSchema, StateEventSchema } from "../../gen/sessionstate/v1/types_pb.js";
 import type { EventFields } from "../domain/event.js";
 import type { CursorRecord } from "../domain/records.js";
-import { actorsToProto, kindsToProto, outcomesToProto } from "./proto-enums.js";
+import { actorsToProto, kindsToProto, outcomesToProto, provenancesToProto } from "./proto-enums.js";
 import {
   newWriter,
   writeInteger,
   writeMessage,
+  writePackedEnums,
   writeSessionRef,
   writeString,
   writeTimestamp,
@@ -38,6 +39,7 @@ export function encodeStateEvent(event: EventFields): Uint8Array {
     writeInteger(w, payloadField.turns.number, payload.turns ?? 0);
     writeString(w, payloadField.catalogId.number, payload.catalogId ?? "");
     writeString(w, payloadField.hostId.number, payload.hostId ?? "");
+    writeString(w, payloadField.reason.number, payload.reason ?? "");
   });
   return writer.finish();
 }
@@ -51,5 +53,7 @@ export function writeCursor(writer: BinaryWriter, field: number, cursor: CursorR
     writeInteger(w, cursorField.notifiedVersion.number, cursor.notified);
     writeInteger(w, cursorField.materialVersion.number, cursor.material);
     writeTimestamp(w, cursorField.updatedAt.number, cursor.updatedAtMs);
+    writeInteger(w, cursorField.provenance.number, provenancesToProto.get(cursor.provenance)!);
+    writePackedEnums(w, cursorField.extraMaterialKinds.number, cursor.extraKinds.map((kind) => kindsToProto.get(kind)!));
   });
 }

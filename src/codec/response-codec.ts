@@ -117,6 +117,7 @@ export function noticeResponse(notice: Notice): WireMessage<typeof SubscribeStal
     writeString(w, noticeField.text.number, notice.text);
     writeBool(w, noticeField.wake.number, notice.wake);
     writeString(w, noticeField.contextKey.number, notice.contextKey);
+    writeBool(w, noticeField.queueOnly.number, notice.queueOnly);
   });
   return new WireMessage(finishToBuffer(writer));
 }

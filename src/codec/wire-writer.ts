@@ -36,6 +36,14 @@ export function writeInteger(writer: BinaryWriter, field: number, value: number)
   else writer.int64(BigInt(value));
 }
 
+/** A repeated enum field, packed as proto3 packs it (and as protobuf-es does); left out when empty. */
+export function writePackedEnums(writer: BinaryWriter, field: number, values: readonly number[]): void {
+  if (values.length === 0) return;
+  writer.tag(field, WireType.LengthDelimited).fork();
+  for (const value of values) writer.int32(value);
+  writer.join();
+}
+
 /** A bool field; left out when false. */
 export function writeBool(writer: BinaryWriter, field: number, value: boolean): void {
   if (value) writer.tag(field, WireType.Varint).bool(true);

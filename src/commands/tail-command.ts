@@ -32,7 +32,7 @@ export async function tailCommand(
   try {
     for await (const notice of client.subscribe({ watchers, prefixes, signal })) {
       if (values.json === true) out.write(`${toJsonString(StaleNoticeSchema, notice)}\n`);
-      else out.write(`${notice.watcherSessionKey}${notice.wake ? " (wake)" : ""}: ${notice.text}\n`);
+      else out.write(`${notice.watcherSessionKey}${notice.wake ? " (wake)" : ""}${notice.queueOnly ? " (queue only)" : ""}: ${notice.text}\n`);
       if (values.ack === true) await client.ack(notice);
     }
     return 0;

@@ -8,6 +8,8 @@ export const eventKinds = [
   "run_failed",
   "compacted",
   "adopted",
+  "created",
+  "imported",
 ] as const;
 export type EventKind = (typeof eventKinds)[number];
 
@@ -30,6 +32,8 @@ export function effectOfKind(kind: EventKind): KindEffect {
     case "run_failed":
     case "compacted":
     case "adopted":
+    case "created":
+    case "imported":
       return "ledger";
     default: {
       const never: never = kind;
@@ -45,6 +49,17 @@ export interface EventPayload {
   turns?: number;
   catalogId?: string;
   hostId?: string;
+  /** Why a run failed (run_failed only): one line, never message text. */
+  reason?: string;
+}
+
+/** The ledger-only kinds a watcher may ask to be notified of too (SPEC §12.3). */
+export const extraMaterialKinds = ["run_completed", "run_failed", "compacted"] as const;
+export type ExtraMaterialKind = (typeof extraMaterialKinds)[number];
+
+/** True when `kind` is one a watcher may name among its extra material kinds. */
+export function isExtraMaterialKind(kind: EventKind): kind is ExtraMaterialKind {
+  return (extraMaterialKinds as readonly EventKind[]).includes(kind);
 }
 
 /** One entry of the signal log: its fields. Times are milliseconds since the Unix epoch. */

@@ -11,10 +11,12 @@ export interface Notice {
   notifiedVersion: number;
   /** Byte-stable while the notice is pending. */
   text: string;
-  /** Main watchers are woken; nested (`subagent:`) watchers read it on their next turn. */
+  /** Main watchers of explicit pairs are woken; nested (`subagent:`) watchers and ambient pairs are not. */
   wake: boolean;
   /** `session-state:` + lower-case hex of the UTF-8 target key. */
   contextKey: string;
+  /** Ambient pairs: the gateway replaces its queued entry for `contextKey` instead of adding one. */
+  queueOnly: boolean;
 }
 
 /** The notice of a pending cursor. Pure: the same cursor always gives byte-identical text. */
@@ -26,7 +28,8 @@ export function noticeFromCursor(cursor: CursorRecord): Notice {
     changesSince: cursor.acked,
     notifiedVersion: cursor.notified,
     text: `Session "${key}" changed (other actor). Reconcile before acting: session_status sessionKey "${key}" changesSince ${cursor.acked}.`,
-    wake: !isNestedWatcher(cursor.watcherKey),
+    wake: cursor.provenance === "explicit" && !isNestedWatcher(cursor.watcherKey),
     contextKey: `session-state:${Buffer.from(key, "utf8").toString("hex")}`,
+    queueOnly: cursor.provenance === "ambient",
   };
 }

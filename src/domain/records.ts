@@ -2,8 +2,14 @@
  * The records of the domain: what the services hand to a store and what a store gives back. Plain data,
  * shared by every backend, the rule functions and the services; nothing here does I/O.
  */
-import type { ActorType, EventKind, EventPayload, StoredEvent } from "./event.js";
+import type { ActorType, EventKind, EventPayload, ExtraMaterialKind, StoredEvent } from "./event.js";
 import type { SessionId } from "./session-key.js";
+
+/**
+ * How a watcher came to watch (SPEC §12.2): `explicit` (Watch, a spawn, a notifying append that names it)
+ * or `ambient` (a main session following a group session its person speaks in: never woken, queue only).
+ */
+export type WatchProvenance = "explicit" | "ambient";
 
 /** A watcher's cursor on a target, as stored. `acked <= notified <= material`; pending when notified > acked. */
 export interface CursorRecord {
@@ -13,6 +19,16 @@ export interface CursorRecord {
   notified: number;
   material: number;
   updatedAtMs: number;
+  provenance: WatchProvenance;
+  /** Ledger-only kinds that are material for this watcher too (explicit cursors only), in `extraMaterialKinds` order. */
+  extraKinds: readonly ExtraMaterialKind[];
+}
+
+/** What a Watch asks for (SPEC §5.2, §12.2, §12.3). */
+export interface WatchRequest {
+  provenance: WatchProvenance;
+  /** Empty for ambient watches. */
+  extraKinds: readonly ExtraMaterialKind[];
 }
 
 /** A watcher/target pair whose pending notice opened, changed or closed. */

@@ -4,7 +4,7 @@
  * it decides nothing itself. So every backend applies the same rules, and they are tested here, once.
  */
 import { applyAck, applyMaterialEvent, isPending, seedCursor } from "./cursor-machine.js";
-import { effectOfKind, type EventFields } from "./event.js";
+import { effectOfKind, isExtraMaterialKind, type EventFields } from "./event.js";
 import type {
   AckInput,
   AckOutcome,
@@ -13,6 +13,7 @@ import type {
   CursorRecord,
   LinkRecord,
   PairChange,
+  WatchRequest,
 } from "./records.js";
 import type { SessionId } from "./session-key.js";
 
@@ -27,11 +28,12 @@ export function namedWatchersOf(input: AppendInput): string[] {
 }
 
 /**
- * True when an append needs the cursors on its session to be decided: every kind that moves cursors, and
- * any `only_if_watched` append. A ledger-only append without the gate needs no read.
+ * True when an append needs the cursors on its session to be decided: every kind that moves cursors (the
+ * ledger kinds a watcher may name among its extra kinds included), and any `only_if_watched` append. Any
+ * other ledger-only append without the gate needs no read.
  */
 export function appendNeedsTargetCursors(input: AppendInput): boolean {
-  return input.onlyIfWatched || effectOfKind(input.kind) !== "ledger";
+  return input.onlyIfWatched || effectOfKind(input.kind) !== "ledger" || isExtraMaterialKind(input.kind);
 }
 
 /** The fields of the event an append records, once the backend has taken its sequence. */
@@ -68,10 +70,12 @@ export interface CursorEffects {
 }
 
 /**
- * The cursor effects of a new event (SPEC §5). `cursorsOnTarget` must hold every cursor on the event's
- * session. A spawn seeds each named watcher's cursor at the event (closing a notice it had pending); a
- * notifying kind concerns the named watchers and every cursor holder, except the actor itself: `M` moves
- * to the event and a notice opens where none is pending. Ledger-only kinds touch nothing.
+ * The cursor effects of a new event (SPEC §5, §12). `cursorsOnTarget` must hold every cursor on the event's
+ * session. A spawn seeds each named watcher's cursor at the event (closing a notice it had pending, and
+ * making an ambient pair explicit); a notifying kind concerns the named watchers and every cursor holder,
+ * except the actor itself: `M` moves to the event and a notice opens where none is pending. A ledger-only
+ * kind touches nothing, except the explicit cursors that name it among their extra material kinds, which
+ * it concerns as a notifying kind would. A cursor keeps its provenance; one made here is explicit.
  */
 export function cursorEffectsOfEvent(
   event: Pick<EventFields, "sequence" | "kind" | "actorId">,
@@ -80,18 +84,43 @@ export function cursorEffectsOfEvent(
 ): CursorEffects {
   const target = input.session;
   const effects: CursorEffects = { cursorWrites: [], pairChanges: [], noticesOpened: 0 };
-  const write = (watcherKey: string, marks: ReturnType<typeof seedCursor>): void => {
-    effects.cursorWrites.push({ watcherKey, target, ...marks, updatedAtMs: input.nowMs });
+  const notify = (watcherKey: string, cursor: CursorRecord | undefined): void => {
+    if (event.actorId === watcherKey) return; // a watcher is never told about what it did itself
+    const next = applyMaterialEvent(cursor, event.sequence);
+    effects.cursorWrites.push({
+      watcherKey,
+      target,
+      ...next.cursor,
+      updatedAtMs: input.nowMs,
+      provenance: cursor?.provenance ?? "explicit",
+      extraKinds: cursor?.extraKinds ?? [],
+    });
+    if (next.opened) {
+      effects.pairChanges.push({ watcherKey, target });
+      effects.noticesOpened++;
+    }
   };
-  const effect = effectOfKind(event.kind);
+  const kind = event.kind;
+  const effect = effectOfKind(kind);
   switch (effect) {
     case "ledger":
+      if (!isExtraMaterialKind(kind)) break;
+      for (const cursor of cursorsOnTarget) {
+        if (cursor.provenance === "explicit" && cursor.extraKinds.includes(kind)) notify(cursor.watcherKey, cursor);
+      }
       break;
     case "seed": {
       const existing = new Map(cursorsOnTarget.map((cursor) => [cursor.watcherKey, cursor]));
       for (const watcherKey of new Set(namedWatchersOf(input))) {
-        write(watcherKey, seedCursor(event.sequence));
         const previous = existing.get(watcherKey);
+        effects.cursorWrites.push({
+          watcherKey,
+          target,
+          ...seedCursor(event.sequence),
+          updatedAtMs: input.nowMs,
+          provenance: "explicit",
+          extraKinds: previous?.extraKinds ?? [],
+        });
         if (previous !== undefined && isPending(previous)) effects.pairChanges.push({ watcherKey, target });
       }
       break;
@@ -100,15 +129,7 @@ export function cursorEffectsOfEvent(
       const concerned = new Map<string, CursorRecord | undefined>();
       for (const cursor of cursorsOnTarget) concerned.set(cursor.watcherKey, cursor);
       for (const watcherKey of namedWatchersOf(input)) if (!concerned.has(watcherKey)) concerned.set(watcherKey, undefined);
-      for (const [watcherKey, cursor] of concerned) {
-        if (event.actorId === watcherKey) continue; // a watcher is never told about what it did itself
-        const next = applyMaterialEvent(cursor, event.sequence);
-        write(watcherKey, next.cursor);
-        if (next.opened) {
-          effects.pairChanges.push({ watcherKey, target });
-          effects.noticesOpened++;
-        }
-      }
+      for (const [watcherKey, cursor] of concerned) notify(watcherKey, cursor);
       break;
     }
     default: {
@@ -162,9 +183,20 @@ export function applyAcks(
   };
 }
 
+/** What a watch does: the cursor after it, how to store it, and the pair if its notice changed. */
+export interface WatchEffect {
+  cursor: CursorRecord;
+  /** `put`: write the whole cursor; `touch`: only refresh its lifetime; `none`: write nothing. */
+  write: "put" | "touch" | "none";
+  pairChanges: PairChange[];
+}
+
 /**
- * An explicit watch (SPEC §5.2): a new cursor starts at the target's current version; an existing one
- * keeps its marks and has its lifetime refreshed. Neither opens, changes nor closes a notice.
+ * A watch (SPEC §5.2, §12.2, §12.3). A new cursor starts at the target's current version, with the
+ * provenance and extra kinds asked for. On an existing pair: an explicit watch keeps the marks, makes an
+ * ambient pair explicit (its pending notice wakes from then on: the pair changed) and sets the extra kinds
+ * (a new set replaces the old), or, when nothing else changes, only refreshes the lifetime; an ambient
+ * watch writes nothing, never downgrading an explicit pair.
  */
 export function watchCursor(
   watcherKey: string,
@@ -172,10 +204,26 @@ export function watchCursor(
   existing: CursorRecord | undefined,
   targetVersion: number,
   nowMs: number,
-): { cursor: CursorRecord; created: boolean } {
+  request: WatchRequest = { provenance: "explicit", extraKinds: [] },
+): WatchEffect {
   if (isWatcherOf(watcherKey, target)) throw new Error("a session cannot watch itself");
-  if (existing !== undefined) return { cursor: { ...existing, updatedAtMs: nowMs }, created: false };
-  return { cursor: { watcherKey, target, ...seedCursor(targetVersion), updatedAtMs: nowMs }, created: true };
+  if (existing === undefined) {
+    const cursor: CursorRecord = {
+      watcherKey,
+      target,
+      ...seedCursor(targetVersion),
+      updatedAtMs: nowMs,
+      provenance: request.provenance,
+      extraKinds: request.provenance === "explicit" ? request.extraKinds : [],
+    };
+    return { cursor, write: "put", pairChanges: [] };
+  }
+  if (request.provenance === "ambient") return { cursor: existing, write: "none", pairChanges: [] };
+  const upgraded = existing.provenance === "ambient";
+  const sameKinds = existing.extraKinds.length === request.extraKinds.length && existing.extraKinds.every((k, i) => k === request.extraKinds[i]);
+  const cursor: CursorRecord = { ...existing, updatedAtMs: nowMs, provenance: "explicit", extraKinds: request.extraKinds };
+  if (!upgraded && sameKinds) return { cursor, write: "touch", pairChanges: [] };
+  return { cursor, write: "put", pairChanges: upgraded && isPending(existing) ? [{ watcherKey, target }] : [] };
 }
 
 /** The pairs whose pending notice closes when these cursors are removed: the pending ones. */

@@ -41,6 +41,14 @@ function watcherIn(namespace: string, watcherKey: string): string {
   return `${namespace}\u0000${watcherKey}`;
 }
 
+/**
+ * What a sent notice said that a new one must differ in to be sent again: its version, and its provenance
+ * (an ambient pair made explicit wakes from then on, so its pending notice goes out again, waking).
+ */
+function sentStateOf(cursor: CursorRecord): string {
+  return `${cursor.notified} ${cursor.provenance}`;
+}
+
 function pairKey(change: PairChange): string {
   return pairKeyOf(change.watcherKey, change.target);
 }
@@ -48,11 +56,11 @@ function pairKey(change: PairChange): string {
 /**
  * One subscriber. Its memory is bounded by the pairs it serves: `dirty` holds at most one entry per
  * pair (newest state wins, since the notice is read from the store when it is sent) and `sent`
- * remembers the notified version last sent per pair, so a pending notice is never sent twice.
+ * remembers the notified version (and provenance) last sent per pair, so a pending notice is never sent twice.
  */
 class Subscription {
   readonly dirty = new Map<string, PairChange>();
-  readonly sent = new Map<string, number>();
+  readonly sent = new Map<string, string>();
   /** The feed missed changes: every pending pair of the filter is to be read again. */
   rereadAll = false;
   private wake: (() => void) | undefined;
@@ -170,7 +178,7 @@ export class NoticeHub {
       let pendingDelivered = 0;
       for (const cursor of await this.store.pendingCursors(filter.namespace, filter.watcherKeys, filter.prefixes)) {
         if (signal.aborted) return;
-        sub.sent.set(pairKey(cursor), cursor.notified);
+        sub.sent.set(pairKey(cursor), sentStateOf(cursor));
         await send({ notice: noticeFromCursor(cursor) });
         pendingDelivered++;
       }
@@ -200,8 +208,8 @@ export class NoticeHub {
           sub.sent.delete(key);
           continue;
         }
-        if (sub.sent.get(key) === cursor.notified) continue;
-        sub.sent.set(key, cursor.notified);
+        if (sub.sent.get(key) === sentStateOf(cursor)) continue;
+        sub.sent.set(key, sentStateOf(cursor));
         await send({ notice: noticeFromCursor(cursor) });
       }
     } finally {

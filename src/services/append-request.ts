@@ -8,6 +8,8 @@ import { actorTypeFromProto, kindFromProto, outcomeFromProto, sessionIdFromRef }
 
 /** Longest summary, in characters (code points). */
 export const maxSummaryChars = 200;
+/** Longest failure reason of a run_failed event, in characters (SPEC §12.3). */
+export const maxReasonChars = 200;
 /** Most watchers one append may name. */
 export const maxNotifyKeys = 100;
 
@@ -45,6 +47,13 @@ export function appendInputFromRequest(request: AppendRequest, nowMs: number, na
   if (catalogId !== undefined) payload.catalogId = catalogId;
   const hostId = optionalText("payload.host_id", request.payload?.hostId ?? "", 128);
   if (hostId !== undefined) payload.hostId = hostId;
+  const reason = (request.payload?.reason ?? "").trim();
+  if (reason !== "") {
+    if (kind !== "run_failed") throw invalidArgument("payload.reason", "is only allowed for EVENT_KIND_RUN_FAILED");
+    if ([...reason].length > maxReasonChars) throw invalidArgument("payload.reason", `must be at most ${maxReasonChars} characters`);
+    if (hasControlCharacter(reason)) throw invalidArgument("payload.reason", "must be one line without control characters");
+    payload.reason = reason;
+  }
 
   if (request.notifySessionKeys.length > maxNotifyKeys) {
     throw invalidArgument("notify_session_keys", `at most ${maxNotifyKeys} keys`);

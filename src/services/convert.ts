@@ -3,17 +3,20 @@ import {
   ActorType as ProtoActorType,
   EventKind as ProtoEventKind,
   RunOutcome as ProtoRunOutcome,
+  WatchProvenance as ProtoWatchProvenance,
   type SessionRef,
   type SessionRefSchema,
 } from "../../gen/sessionstate/v1/types_pb.js";
 import { invalidArgument } from "../errors.js";
 import type { ActorType, EventKind, RunOutcome } from "../domain/event.js";
-import { actorsToProto, kindsToProto, outcomesToProto } from "../codec/proto-enums.js";
+import { actorsToProto, kindsToProto, outcomesToProto, provenancesToProto } from "../codec/proto-enums.js";
+import type { WatchProvenance } from "../domain/records.js";
 import { resolveSessionId, type SessionId } from "../domain/session-key.js";
 
 const kindsFromProto = new Map([...kindsToProto].map(([kind, proto]) => [proto, kind]));
 const actorsFromProto = new Map([...actorsToProto].map(([actor, proto]) => [proto, actor]));
 const outcomesFromProto = new Map([...outcomesToProto].map(([outcome, proto]) => [proto, outcome]));
+const provenancesFromProto = new Map([...provenancesToProto].map(([provenance, proto]) => [proto, provenance]));
 
 /** The event kind of a proto enum value; INVALID_ARGUMENT for UNSPECIFIED and unknown numbers. */
 export function kindFromProto(field: string, value: ProtoEventKind): EventKind {
@@ -27,6 +30,13 @@ export function actorTypeFromProto(field: string, value: ProtoActorType): ActorT
   const actor = actorsFromProto.get(value);
   if (actor === undefined) throw invalidArgument(field, `must be a known ActorType other than UNSPECIFIED (got ${value})`);
   return actor;
+}
+
+/** The watch provenance of a proto enum value; INVALID_ARGUMENT for UNSPECIFIED and unknown numbers. */
+export function provenanceFromProto(field: string, value: ProtoWatchProvenance): WatchProvenance {
+  const provenance = provenancesFromProto.get(value);
+  if (provenance === undefined) throw invalidArgument(field, `must be a known WatchProvenance (got ${value})`);
+  return provenance;
 }
 
 /** The run outcome of a proto enum value; `undefined` for UNSPECIFIED, INVALID_ARGUMENT for unknown numbers. */

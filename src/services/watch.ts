@@ -5,10 +5,12 @@ import { hasControlCharacter, isAgentQualified, maxKeyBytes, normalizeKey } from
 import type { NoticeFilter, NoticeHub } from "../notices/notice-hub.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Store } from "../store/store.js";
-import type { AckInput } from "../domain/records.js";
+import type { AckInput, WatchRequest } from "../domain/records.js";
+import { extraMaterialKinds, isExtraMaterialKind, type ExtraMaterialKind } from "../domain/event.js";
+import { EventKind as ProtoEventKind, WatchProvenance as ProtoWatchProvenance } from "../../gen/sessionstate/v1/types_pb.js";
 import type { Metrics } from "../metrics.js";
 import { authorizeAgents, authorizeKeys, authorizePrefixes, requireAdmin } from "./authorize.js";
-import { sessionIdFromRef } from "./convert.js";
+import { kindFromProto, provenanceFromProto, sessionIdFromRef } from "./convert.js";
 import { decodePageToken, pageSizeOf, paginate } from "./page-token.js";
 import { ackResponse, listWatchesResponse, noticeResponse, syncedResponse, watchResponse } from "../codec/response-codec.js";
 
@@ -61,19 +63,40 @@ function filterOf(namespace: string, watcherSessionKeys: readonly string[], watc
   return { namespace, watcherKeys, prefixes };
 }
 
+/**
+ * What a WatchRequest asks for: its provenance (unspecified is explicit) and extra material kinds (explicit
+ * watches only; each one of run_completed, run_failed, compacted; kept in their canonical order, once each).
+ */
+function watchRequestOf(provenance: ProtoWatchProvenance, kinds: readonly ProtoEventKind[]): WatchRequest {
+  const wanted = provenance === ProtoWatchProvenance.UNSPECIFIED ? "explicit" : provenanceFromProto("provenance", provenance);
+  const named = new Set<ExtraMaterialKind>();
+  kinds.forEach((value, i) => {
+    const kind = kindFromProto(`extra_material_kinds[${i}]`, value);
+    if (!isExtraMaterialKind(kind)) {
+      throw invalidArgument("extra_material_kinds", "may hold only EVENT_KIND_RUN_COMPLETED, EVENT_KIND_RUN_FAILED and EVENT_KIND_COMPACTED");
+    }
+    named.add(kind);
+  });
+  if (wanted === "ambient" && named.size > 0) {
+    throw invalidArgument("extra_material_kinds", "must be empty for an ambient watch (WATCH_PROVENANCE_AMBIENT)");
+  }
+  return { provenance: wanted, extraKinds: extraMaterialKinds.filter((kind) => named.has(kind)) };
+}
+
 /** The Watch service: cursors, the notice stream and acknowledgements. */
 export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): ServiceHandlers<(typeof Watch)["method"]> {
   return {
     watch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
       const target = sessionIdFromRef("target", request.target, context.namespace);
+      const wanted = watchRequestOf(request.provenance, request.extraMaterialKinds);
       authorizeKeys(context, [watcherKey]);
       authorizeAgents(context, [target.agentId]);
       if (!isAgentQualified(watcherKey)) {
         return watchResponse({ reason: "watcher is not an agent-qualified session key (agent:<agentId>:<rest>)" });
       }
       if (watcherKey === target.key) return watchResponse({ reason: "a session cannot watch itself" });
-      return watchResponse({ cursor: await store.watch(watcherKey, target, clock.nowMs()) });
+      return watchResponse({ cursor: await store.watch(watcherKey, target, clock.nowMs(), wanted) });
     },
     unwatch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
@@ -92,7 +115,15 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
       const limit = pageSizeOf("page_size", request.pageSize);
       const position = decodePageToken("page_token", request.pageToken, 3);
       const after = position === undefined ? undefined : ([position[0]!, position[1]!, position[2]!] as const);
-      const cursors = await store.listWatches({ namespace: context.namespace, watcherKey, target, after, limit: limit + 1 });
+      const provenance = request.provenance === ProtoWatchProvenance.UNSPECIFIED ? undefined : provenanceFromProto("provenance", request.provenance);
+      const cursors = await store.listWatches({
+        namespace: context.namespace,
+        ...(provenance === undefined ? {} : { provenance }),
+        watcherKey,
+        target,
+        after,
+        limit: limit + 1,
+      });
       const { page, nextPageToken } = paginate(cursors, limit, (c) => [c.watcherKey, c.target.agentId, c.target.key]);
       return listWatchesResponse(page, nextPageToken);
     },

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import type { SessionId } from "../domain/session-key.js";
-import type { CursorRecord } from "../domain/records.js";
-import { cursorFromRow, topCharacter, type CursorRow } from "./rows.js";
+import type { CursorRecord, WatchProvenance } from "../domain/records.js";
+import { cursorFromRow, extraKindsToColumn, topCharacter, type CursorRow } from "./rows.js";
 
 /** Prepared statements over the `cursors` table. Callers own the transactions. */
 export class CursorTables {
@@ -26,12 +26,13 @@ export class CursorTables {
     const pair = "namespace = ? AND watcher_key = ? AND target_agent_id = ? AND target_key = ?";
     const target = "namespace = ? AND target_agent_id = ? AND target_key = ?";
     this.one = db.prepare<[string, string, string, string], CursorRow>(`SELECT * FROM cursors WHERE ${pair}`);
-    this.upsert = db.prepare<[string, string, string, string, number, number, number, number]>(
-      `INSERT INTO cursors (namespace, watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    this.upsert = db.prepare<[string, string, string, string, number, number, number, number, string, string]>(
+      `INSERT INTO cursors (namespace, watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms,
+         provenance, extra_kinds)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (namespace, watcher_key, target_agent_id, target_key) DO UPDATE
        SET acked = excluded.acked, notified = excluded.notified, material = excluded.material,
-           updated_at_ms = excluded.updated_at_ms`,
+           updated_at_ms = excluded.updated_at_ms, provenance = excluded.provenance, extra_kinds = excluded.extra_kinds`,
     );
     this.touchRow = db.prepare<[number, string, string, string, string]>(`UPDATE cursors SET updated_at_ms = ? WHERE ${pair}`);
     this.ofTarget = db.prepare<[string, string, string], CursorRow>(`SELECT * FROM cursors WHERE ${target}`);
@@ -49,18 +50,19 @@ export class CursorTables {
       `SELECT * FROM cursors WHERE namespace = ? AND watcher_key >= ? AND watcher_key < ? AND notified > acked
        ORDER BY watcher_key, target_agent_id, target_key`,
     );
-    const after = "(watcher_key, target_agent_id, target_key) > (?, ?, ?)";
+    // The provenance filter is a GLOB pattern: "*" for every provenance.
+    const after = "provenance GLOB ? AND (watcher_key, target_agent_id, target_key) > (?, ?, ?)";
     const order = "ORDER BY watcher_key, target_agent_id, target_key LIMIT ?";
-    this.pageAll = db.prepare<[string, string, string, string, number], CursorRow>(
+    this.pageAll = db.prepare<[string, string, string, string, string, number], CursorRow>(
       `SELECT * FROM cursors WHERE namespace = ? AND ${after} ${order}`,
     );
-    this.pageOfWatcher = db.prepare<[string, string, string, string, string, number], CursorRow>(
+    this.pageOfWatcher = db.prepare<[string, string, string, string, string, string, number], CursorRow>(
       `SELECT * FROM cursors WHERE namespace = ? AND watcher_key = ? AND ${after} ${order}`,
     );
-    this.pageOfTarget = db.prepare<[string, string, string, string, string, string, number], CursorRow>(
+    this.pageOfTarget = db.prepare<[string, string, string, string, string, string, string, number], CursorRow>(
       `SELECT * FROM cursors WHERE ${target} AND ${after} ${order}`,
     );
-    this.pageOfPair = db.prepare<[string, string, string, string, string, string, string, number], CursorRow>(
+    this.pageOfPair = db.prepare<[string, string, string, string, string, string, string, string, number], CursorRow>(
       `SELECT * FROM cursors WHERE ${pair} AND ${after} ${order}`,
     );
     this.pendingCount = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM cursors WHERE notified > acked");
@@ -89,6 +91,8 @@ export class CursorTables {
       cursor.notified,
       cursor.material,
       cursor.updatedAtMs,
+      cursor.provenance,
+      extraKindsToColumn(cursor.extraKinds),
     );
   }
 
@@ -137,6 +141,7 @@ export class CursorTables {
   /** A page of a namespace's cursors ordered by (watcher, target agent, target key), strictly after `after`. */
   page(filter: {
     namespace: string;
+    provenance?: WatchProvenance;
     watcherKey?: string;
     target?: SessionId;
     after?: readonly [string, string, string];
@@ -144,14 +149,15 @@ export class CursorTables {
   }): CursorRecord[] {
     const [w, a, k] = filter.after ?? ["", "", ""];
     const { namespace, watcherKey, target, limit } = filter;
+    const p = filter.provenance ?? "*";
     const rows =
       watcherKey !== undefined && target !== undefined
-        ? this.pageOfPair.all(namespace, watcherKey, target.agentId, target.key, w, a, k, limit)
+        ? this.pageOfPair.all(namespace, watcherKey, target.agentId, target.key, p, w, a, k, limit)
         : watcherKey !== undefined
-          ? this.pageOfWatcher.all(namespace, watcherKey, w, a, k, limit)
+          ? this.pageOfWatcher.all(namespace, watcherKey, p, w, a, k, limit)
           : target !== undefined
-            ? this.pageOfTarget.all(namespace, target.agentId, target.key, w, a, k, limit)
-            : this.pageAll.all(namespace, w, a, k, limit);
+            ? this.pageOfTarget.all(namespace, target.agentId, target.key, p, w, a, k, limit)
+            : this.pageAll.all(namespace, p, w, a, k, limit);
     return rows.map(cursorFromRow);
   }
 

@@ -14,6 +14,7 @@ import type {
   ScanCommit,
   SessionHead,
   SessionStatus,
+  WatchRequest,
 } from "../domain/records.js";
 import type { SessionId } from "../domain/session-key.js";
 import { runFlagAfter, type RunFlag } from "../domain/session-activity.js";
@@ -401,13 +402,13 @@ export class PostgresStore implements Store {
     });
   }
 
-  watch(watcherKey: string, target: SessionId, nowMs: number): Promise<CursorRecord> {
+  watch(watcherKey: string, target: SessionId, nowMs: number, request?: WatchRequest): Promise<CursorRecord> {
     return this.runWrite(async (ctx) => {
       const existing = await this.cursor(ctx, watcherKey, target);
-      const { cursor } = watchCursor(watcherKey, target, existing, await this.versionOf(ctx, target), nowMs);
-      // A new cursor is written whole; an existing one keeps its marks and only has its lifetime refreshed.
-      this.putCursors(ctx, [cursor]);
-      return { value: cursor, changes: [] };
+      const effect = watchCursor(watcherKey, target, existing, await this.versionOf(ctx, target), nowMs, request);
+      // A refreshed lifetime is written as the whole row too: one statement for every cursor of the batch.
+      if (effect.write !== "none") this.putCursors(ctx, [effect.cursor]);
+      return { value: effect.cursor, changes: effect.pairChanges };
     });
   }
 
@@ -429,6 +430,7 @@ export class PostgresStore implements Store {
     const rows = await this.db.query<CursorRow>(sql`
       SELECT * FROM cursors
       WHERE namespace = ${filter.namespace} AND (watcher_key, target_agent_id, target_key) > (${w}, ${a}, ${k})
+        ${filter.provenance === undefined ? sql`` : sql`AND provenance = ${filter.provenance}`}
         ${watcherKey === undefined ? sql`` : sql`AND watcher_key = ${watcherKey}`}
         ${target === undefined ? sql`` : sql`AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`}
       ORDER BY watcher_key, target_agent_id, target_key LIMIT ${filter.limit}`);

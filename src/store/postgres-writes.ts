@@ -4,6 +4,7 @@ import type { CursorRecord, PairChange } from "../domain/records.js";
 import type { SessionId } from "../domain/session-key.js";
 import { pairKeyOf } from "../domain/write-rules.js";
 import type { WriteResult } from "./group-commit.js";
+import { extraKindsToColumn } from "./rows.js";
 import { sql, type SqlQuery } from "./pg-sql.js";
 import { DatabaseUnreachableError, type PgTransaction, type PostgresDatabase } from "./postgres-database.js";
 import type { StorageTracker } from "./storage-tracker.js";
@@ -130,12 +131,15 @@ export class PgWriteContext {
       this.deferredCursors = new Map();
       const column = <T>(pick: (c: CursorRecord) => T): T[] => cursors.map(pick);
       this.send(sql`
-        INSERT INTO cursors (namespace, watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms)
+        INSERT INTO cursors (namespace, watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms,
+          provenance, extra_kinds)
         SELECT * FROM unnest(${column((c) => c.target.namespace)}::text[], ${column((c) => c.watcherKey)}::text[],
           ${column((c) => c.target.agentId)}::text[], ${column((c) => c.target.key)}::text[], ${column((c) => c.acked)}::int8[],
-          ${column((c) => c.notified)}::int8[], ${column((c) => c.material)}::int8[], ${column((c) => c.updatedAtMs)}::int8[])
+          ${column((c) => c.notified)}::int8[], ${column((c) => c.material)}::int8[], ${column((c) => c.updatedAtMs)}::int8[],
+          ${column((c) => c.provenance)}::text[], ${column((c) => extraKindsToColumn(c.extraKinds))}::text[])
         ON CONFLICT (namespace, watcher_key, target_agent_id, target_key) DO UPDATE
-        SET acked = excluded.acked, notified = excluded.notified, material = excluded.material, updated_at_ms = excluded.updated_at_ms`);
+        SET acked = excluded.acked, notified = excluded.notified, material = excluded.material, updated_at_ms = excluded.updated_at_ms,
+            provenance = excluded.provenance, extra_kinds = excluded.extra_kinds`);
     }
   }
 

@@ -3,8 +3,8 @@
  * conversion to domain records: once, at the row boundary. Every row carries its namespace (SPEC §12.1). Booleans arrive as 0/1 from SQLite and as
  * booleans from PostgreSQL; both are read with `isTrue`.
  */
-import type { ActorType, EventKind, RunOutcome, StoredEvent } from "../domain/event.js";
-import type { CursorRecord, EventWire, LinkRecord, SessionHead } from "../domain/records.js";
+import type { ActorType, EventKind, ExtraMaterialKind, RunOutcome, StoredEvent } from "../domain/event.js";
+import type { CursorRecord, EventWire, LinkRecord, SessionHead, WatchProvenance } from "../domain/records.js";
 import type { RunFlag } from "../domain/session-activity.js";
 
 export interface EventRow {
@@ -45,6 +45,9 @@ export interface CursorRow {
   notified: number;
   material: number;
   updated_at_ms: number;
+  provenance: string;
+  /** Extra material kinds, comma-separated in their canonical order; empty for none. */
+  extra_kinds: string;
 }
 
 export interface LinkRow {
@@ -113,7 +116,14 @@ export function cursorFromRow(row: CursorRow): CursorRecord {
     notified: row.notified,
     material: row.material,
     updatedAtMs: row.updated_at_ms,
+    provenance: row.provenance as WatchProvenance,
+    extraKinds: row.extra_kinds === "" ? [] : (row.extra_kinds.split(",") as ExtraMaterialKind[]),
   };
+}
+
+/** A cursor's extra material kinds as its row stores them. */
+export function extraKindsToColumn(kinds: readonly ExtraMaterialKind[]): string {
+  return kinds.join(",");
 }
 
 export function linkFromRow(row: LinkRow): LinkRecord {

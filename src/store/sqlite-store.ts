@@ -15,6 +15,7 @@ import type {
   ScanCommit,
   SessionHead,
   SessionStatus,
+  WatchRequest,
 } from "../domain/records.js";
 import type { SessionId } from "../domain/session-key.js";
 import { runFlagAfter, type RunFlag } from "../domain/session-activity.js";
@@ -170,13 +171,13 @@ export class SqliteStore implements Store {
     });
   }
 
-  async watch(watcherKey: string, target: SessionId, nowMs: number): Promise<CursorRecord> {
+  async watch(watcherKey: string, target: SessionId, nowMs: number, request?: WatchRequest): Promise<CursorRecord> {
     return this.runWrite(() => {
       const existing = this.cursors.get(watcherKey, target);
-      const { cursor, created } = watchCursor(watcherKey, target, existing, this.events.versionOf(target), nowMs);
-      if (created) this.cursors.put(cursor);
-      else this.cursors.touch(watcherKey, target, nowMs);
-      return { value: cursor, changes: [] };
+      const effect = watchCursor(watcherKey, target, existing, this.events.versionOf(target), nowMs, request);
+      if (effect.write === "put") this.cursors.put(effect.cursor);
+      else if (effect.write === "touch") this.cursors.touch(watcherKey, target, nowMs);
+      return { value: effect.cursor, changes: effect.pairChanges };
     });
   }
 

@@ -15,6 +15,8 @@ import type {
   SessionStatus,
   PruneStep,
   RetentionPolicy,
+  WatchProvenance,
+  WatchRequest,
 } from "../domain/records.js";
 
 /**
@@ -40,15 +42,16 @@ export interface Store {
   /** Removes a session's events, head, upstream link, run flag, own texts and cursors in both directions. */
   deleteSession(session: SessionId): Promise<{ eventsRemoved: number; cursorsRemoved: number; linkRemoved: boolean }>;
   /**
-   * Registers `watcherKey` (agent-qualified, not the target itself) on `target` at the target's current
-   * version; an existing cursor keeps its marks and has its lifetime refreshed.
+   * Registers `watcherKey` (agent-qualified, not the target itself) on `target` as `request` asks (explicit,
+   * with no extra kinds, by default): see domain/write-rules' watchCursor for what happens to an existing pair.
    */
-  watch(watcherKey: string, target: SessionId, nowMs: number): Promise<CursorRecord>;
+  watch(watcherKey: string, target: SessionId, nowMs: number, request?: WatchRequest): Promise<CursorRecord>;
   /** Removes a pair's cursor; true when there was one. */
   unwatch(watcherKey: string, target: SessionId): Promise<boolean>;
   /** A page of a namespace's cursors, filtered by watcher and/or target, ordered by (watcher, target), strictly after `after`. */
   listWatches(filter: {
     namespace: string;
+    provenance?: WatchProvenance;
     watcherKey?: string;
     target?: SessionId;
     after?: readonly [string, string, string];

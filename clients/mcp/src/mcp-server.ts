@@ -190,6 +190,7 @@ export function createMcpServer({ client, session, noticesTimeoutMs = 5000 }: Mc
               changesSince: Number(notice.changesSince),
               notifiedVersion: Number(notice.notifiedVersion),
               wake: notice.wake,
+              queueOnly: notice.queueOnly,
               acknowledged: ack.acknowledged,
               reopened: ack.reopened,
             };

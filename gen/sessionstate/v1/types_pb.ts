@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sessionstate/v1/types.proto.
  */
 export const file_sessionstate_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChtzZXNzaW9uc3RhdGUvdjEvdHlwZXMucHJvdG8SD3Nlc3Npb25zdGF0ZS52MSIrCgpTZXNzaW9uUmVmEgsKA2tleRgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSKBAQoMRXZlbnRQYXlsb2FkEiwKB291dGNvbWUYASABKA4yGy5zZXNzaW9uc3RhdGUudjEuUnVuT3V0Y29tZRIPCgdjaGFubmVsGAIgASgJEg0KBXR1cm5zGAMgASgNEhIKCmNhdGFsb2dfaWQYBCABKAkSDwoHaG9zdF9pZBgFIAEoCSK6AgoKU3RhdGVFdmVudBIQCghzZXF1ZW5jZRgBIAEoAxIsCgdzZXNzaW9uGAIgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSKAoEa2luZBgDIAEoDjIaLnNlc3Npb25zdGF0ZS52MS5FdmVudEtpbmQSLgoKYWN0b3JfdHlwZRgEIAEoDjIaLnNlc3Npb25zdGF0ZS52MS5BY3RvclR5cGUSEAoIYWN0b3JfaWQYBSABKAkSDgoGcnVuX2lkGAYgASgJEg8KB3N1bW1hcnkYByABKAkSLwoLb2NjdXJyZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KB3BheWxvYWQYCSABKAsyHS5zZXNzaW9uc3RhdGUudjEuRXZlbnRQYXlsb2FkIs0BCgZDdXJzb3ISGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIVCg1hY2tlZF92ZXJzaW9uGAMgASgDEhgKEG5vdGlmaWVkX3ZlcnNpb24YBCABKAMSGAoQbWF0ZXJpYWxfdmVyc2lvbhgFIAEoAxIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCqTAgoJRXZlbnRLaW5kEhoKFkVWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIjCh9FVkVOVF9LSU5EX0hVTUFOX0RJUkVDVF9NRVNTQUdFEAESGwoXRVZFTlRfS0lORF9HT0FMX0NIQU5HRUQQAhIfChtFVkVOVF9LSU5EX1VQU1RSRUFNX01JU1NJTkcQAxIcChhFVkVOVF9LSU5EX0NISUxEX1NQQVdORUQQBBIcChhFVkVOVF9LSU5EX1JVTl9DT01QTEVURUQQBRIZChVFVkVOVF9LSU5EX1JVTl9GQUlMRUQQBhIYChRFVkVOVF9LSU5EX0NPTVBBQ1RFRBAHEhYKEkVWRU5UX0tJTkRfQURPUFRFRBAIKmoKCUFjdG9yVHlwZRIaChZBQ1RPUl9UWVBFX1VOU1BFQ0lGSUVEEAASFAoQQUNUT1JfVFlQRV9IVU1BThABEhQKEEFDVE9SX1RZUEVfQUdFTlQQAhIVChFBQ1RPUl9UWVBFX1NZU1RFTRADKnQKClJ1bk91dGNvbWUSGwoXUlVOX09VVENPTUVfVU5TUEVDSUZJRUQQABIVChFSVU5fT1VUQ09NRV9FUlJPUhABEhcKE1JVTl9PVVRDT01FX1RJTUVPVVQQAhIZChVSVU5fT1VUQ09NRV9DQU5DRUxMRUQQA2IGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChtzZXNzaW9uc3RhdGUvdjEvdHlwZXMucHJvdG8SD3Nlc3Npb25zdGF0ZS52MSIrCgpTZXNzaW9uUmVmEgsKA2tleRgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSKRAQoMRXZlbnRQYXlsb2FkEiwKB291dGNvbWUYASABKA4yGy5zZXNzaW9uc3RhdGUudjEuUnVuT3V0Y29tZRIPCgdjaGFubmVsGAIgASgJEg0KBXR1cm5zGAMgASgNEhIKCmNhdGFsb2dfaWQYBCABKAkSDwoHaG9zdF9pZBgFIAEoCRIOCgZyZWFzb24YBiABKAkiugIKClN0YXRlRXZlbnQSEAoIc2VxdWVuY2UYASABKAMSLAoHc2Vzc2lvbhgCIAEoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmEigKBGtpbmQYAyABKA4yGi5zZXNzaW9uc3RhdGUudjEuRXZlbnRLaW5kEi4KCmFjdG9yX3R5cGUYBCABKA4yGi5zZXNzaW9uc3RhdGUudjEuQWN0b3JUeXBlEhAKCGFjdG9yX2lkGAUgASgJEg4KBnJ1bl9pZBgGIAEoCRIPCgdzdW1tYXJ5GAcgASgJEi8KC29jY3VycmVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgdwYXlsb2FkGAkgASgLMh0uc2Vzc2lvbnN0YXRlLnYxLkV2ZW50UGF5bG9hZCK9AgoGQ3Vyc29yEhsKE3dhdGNoZXJfc2Vzc2lvbl9rZXkYASABKAkSKwoGdGFyZ2V0GAIgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSFQoNYWNrZWRfdmVyc2lvbhgDIAEoAxIYChBub3RpZmllZF92ZXJzaW9uGAQgASgDEhgKEG1hdGVyaWFsX3ZlcnNpb24YBSABKAMSLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoKcHJvdmVuYW5jZRgHIAEoDjIgLnNlc3Npb25zdGF0ZS52MS5XYXRjaFByb3ZlbmFuY2USOAoUZXh0cmFfbWF0ZXJpYWxfa2luZHMYCCADKA4yGi5zZXNzaW9uc3RhdGUudjEuRXZlbnRLaW5kKsQCCglFdmVudEtpbmQSGgoWRVZFTlRfS0lORF9VTlNQRUNJRklFRBAAEiMKH0VWRU5UX0tJTkRfSFVNQU5fRElSRUNUX01FU1NBR0UQARIbChdFVkVOVF9LSU5EX0dPQUxfQ0hBTkdFRBACEh8KG0VWRU5UX0tJTkRfVVBTVFJFQU1fTUlTU0lORxADEhwKGEVWRU5UX0tJTkRfQ0hJTERfU1BBV05FRBAEEhwKGEVWRU5UX0tJTkRfUlVOX0NPTVBMRVRFRBAFEhkKFUVWRU5UX0tJTkRfUlVOX0ZBSUxFRBAGEhgKFEVWRU5UX0tJTkRfQ09NUEFDVEVEEAcSFgoSRVZFTlRfS0lORF9BRE9QVEVEEAgSFgoSRVZFTlRfS0lORF9DUkVBVEVEEAkSFwoTRVZFTlRfS0lORF9JTVBPUlRFRBAKKnAKD1dhdGNoUHJvdmVuYW5jZRIgChxXQVRDSF9QUk9WRU5BTkNFX1VOU1BFQ0lGSUVEEAASHQoZV0FUQ0hfUFJPVkVOQU5DRV9FWFBMSUNJVBABEhwKGFdBVENIX1BST1ZFTkFOQ0VfQU1CSUVOVBACKmoKCUFjdG9yVHlwZRIaChZBQ1RPUl9UWVBFX1VOU1BFQ0lGSUVEEAASFAoQQUNUT1JfVFlQRV9IVU1BThABEhQKEEFDVE9SX1RZUEVfQUdFTlQQAhIVChFBQ1RPUl9UWVBFX1NZU1RFTRADKnQKClJ1bk91dGNvbWUSGwoXUlVOX09VVENPTUVfVU5TUEVDSUZJRUQQABIVChFSVU5fT1VUQ09NRV9FUlJPUhABEhcKE1JVTl9PVVRDT01FX1RJTUVPVVQQAhIZChVSVU5fT1VUQ09NRV9DQU5DRUxMRUQQA2IGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * SessionRef identifies one session: the pair (agent_id, key).
@@ -87,6 +87,13 @@ export type EventPayload = Message<"sessionstate.v1.EventPayload"> & {
    * @generated from field: string host_id = 5;
    */
   hostId: string;
+
+  /**
+   * Why a run failed (EVENT_KIND_RUN_FAILED only): one line of at most 200 characters, never message text.
+   *
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
 };
 
 /**
@@ -221,6 +228,20 @@ export type Cursor = Message<"sessionstate.v1.Cursor"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 6;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * How the watcher came to watch the target: EXPLICIT or AMBIENT.
+   *
+   * @generated from field: sessionstate.v1.WatchProvenance provenance = 7;
+   */
+  provenance: WatchProvenance;
+
+  /**
+   * Ledger-only kinds that are material for this watcher too (explicit cursors only), ascending.
+   *
+   * @generated from field: repeated sessionstate.v1.EventKind extra_material_kinds = 8;
+   */
+  extraMaterialKinds: EventKind[];
 };
 
 /**
@@ -272,21 +293,23 @@ export enum EventKind {
   CHILD_SPAWNED = 4,
 
   /**
-   * A child run ended successfully. Ledger only: never notifies.
+   * A child run ended successfully. Ledger only, unless an explicit watch names it among its
+   * extra_material_kinds: it then notifies that watcher.
    *
    * @generated from enum value: EVENT_KIND_RUN_COMPLETED = 5;
    */
   RUN_COMPLETED = 5,
 
   /**
-   * A child run failed, timed out or was cancelled; payload.outcome is required. Ledger only.
+   * A child run failed, timed out or was cancelled; payload.outcome is required, payload.reason may say
+   * why. Ledger only, unless a watch names it among its extra_material_kinds.
    *
    * @generated from enum value: EVENT_KIND_RUN_FAILED = 6;
    */
   RUN_FAILED = 6,
 
   /**
-   * The session's history was compacted. Ledger only.
+   * The session's history was compacted. Ledger only, unless a watch names it among its extra_material_kinds.
    *
    * @generated from enum value: EVENT_KIND_COMPACTED = 7;
    */
@@ -298,6 +321,20 @@ export enum EventKind {
    * @generated from enum value: EVENT_KIND_ADOPTED = 8;
    */
   ADOPTED = 8,
+
+  /**
+   * The session was created; actor_id names who made it (for example the parent session). Ledger only.
+   *
+   * @generated from enum value: EVENT_KIND_CREATED = 9;
+   */
+  CREATED = 9,
+
+  /**
+   * The session was imported from elsewhere. Ledger only.
+   *
+   * @generated from enum value: EVENT_KIND_IMPORTED = 10;
+   */
+  IMPORTED = 10,
 }
 
 /**
@@ -305,6 +342,41 @@ export enum EventKind {
  */
 export const EventKindSchema: GenEnum<EventKind> = /*@__PURE__*/
   enumDesc(file_sessionstate_v1_types, 0);
+
+/**
+ * WatchProvenance says how a watcher came to watch a target (SPEC 12.2).
+ *
+ * @generated from enum sessionstate.v1.WatchProvenance
+ */
+export enum WatchProvenance {
+  /**
+   * In a WatchRequest: EXPLICIT. In a ListWatchesRequest: every provenance.
+   *
+   * @generated from enum value: WATCH_PROVENANCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Made by Watch, by a spawn, or by a notifying append that names the watcher. Main watchers are woken.
+   *
+   * @generated from enum value: WATCH_PROVENANCE_EXPLICIT = 1;
+   */
+  EXPLICIT = 1,
+
+  /**
+   * A gateway's main session following a group session its person speaks in: its notices never wake
+   * (wake = false) and carry queue_only = true. An explicit Watch or a spawn upgrades it to EXPLICIT.
+   *
+   * @generated from enum value: WATCH_PROVENANCE_AMBIENT = 2;
+   */
+  AMBIENT = 2,
+}
+
+/**
+ * Describes the enum sessionstate.v1.WatchProvenance.
+ */
+export const WatchProvenanceSchema: GenEnum<WatchProvenance> = /*@__PURE__*/
+  enumDesc(file_sessionstate_v1_types, 1);
 
 /**
  * ActorType says who caused an event.
@@ -345,7 +417,7 @@ export enum ActorType {
  * Describes the enum sessionstate.v1.ActorType.
  */
 export const ActorTypeSchema: GenEnum<ActorType> = /*@__PURE__*/
-  enumDesc(file_sessionstate_v1_types, 1);
+  enumDesc(file_sessionstate_v1_types, 2);
 
 /**
  * RunOutcome is how a failed child run ended.
@@ -386,5 +458,5 @@ export enum RunOutcome {
  * Describes the enum sessionstate.v1.RunOutcome.
  */
 export const RunOutcomeSchema: GenEnum<RunOutcome> = /*@__PURE__*/
-  enumDesc(file_sessionstate_v1_types, 2);
+  enumDesc(file_sessionstate_v1_types, 3);
 

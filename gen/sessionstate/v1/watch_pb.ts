@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Cursor, SessionRef } from "./types_pb.js";
+import type { Cursor, EventKind, SessionRef, WatchProvenance } from "./types_pb.js";
 import { file_sessionstate_v1_types } from "./types_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sessionstate/v1/watch.proto.
  */
 export const file_sessionstate_v1_watch: GenFile = /*@__PURE__*/
-  fileDesc("ChtzZXNzaW9uc3RhdGUvdjEvd2F0Y2gucHJvdG8SD3Nlc3Npb25zdGF0ZS52MSJYCgxXYXRjaFJlcXVlc3QSGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZiJZCg1XYXRjaFJlc3BvbnNlEg8KB3dhdGNoZWQYASABKAgSDgoGcmVhc29uGAIgASgJEicKBmN1cnNvchgDIAEoCzIXLnNlc3Npb25zdGF0ZS52MS5DdXJzb3IiWgoOVW53YXRjaFJlcXVlc3QSGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZiIiCg9VbndhdGNoUmVzcG9uc2USDwoHcmVtb3ZlZBgBIAEoCCKFAQoSTGlzdFdhdGNoZXNSZXF1ZXN0EhsKE3dhdGNoZXJfc2Vzc2lvbl9rZXkYASABKAkSKwoGdGFyZ2V0GAIgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiWAoTTGlzdFdhdGNoZXNSZXNwb25zZRIoCgdjdXJzb3JzGAEgAygLMhcuc2Vzc2lvbnN0YXRlLnYxLkN1cnNvchIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiWgocU3Vic2NyaWJlU3RhbGVOb3RpY2VzUmVxdWVzdBIcChR3YXRjaGVyX3Nlc3Npb25fa2V5cxgBIAMoCRIcChR3YXRjaGVyX2tleV9wcmVmaXhlcxgCIAMoCSKFAQodU3Vic2NyaWJlU3RhbGVOb3RpY2VzUmVzcG9uc2USLgoGbm90aWNlGAEgASgLMhwuc2Vzc2lvbnN0YXRlLnYxLlN0YWxlTm90aWNlSAASKQoGc3luY2VkGAIgASgLMhcuc2Vzc2lvbnN0YXRlLnYxLlN5bmNlZEgAQgkKB21lc3NhZ2UiuQEKC1N0YWxlTm90aWNlEhsKE3dhdGNoZXJfc2Vzc2lvbl9rZXkYASABKAkSKwoGdGFyZ2V0GAIgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSFQoNY2hhbmdlc19zaW5jZRgDIAEoAxIYChBub3RpZmllZF92ZXJzaW9uGAQgASgDEgwKBHRleHQYBSABKAkSDAoEd2FrZRgGIAEoCBITCgtjb250ZXh0X2tleRgHIAEoCSIjCgZTeW5jZWQSGQoRcGVuZGluZ19kZWxpdmVyZWQYASABKAUiPQoRQWNrTm90aWNlc1JlcXVlc3QSKAoEYWNrcxgBIAMoCzIaLnNlc3Npb25zdGF0ZS52MS5Ob3RpY2VBY2sipwEKCU5vdGljZUFjaxIbChN3YXRjaGVyX3Nlc3Npb25fa2V5GAEgASgJEisKBnRhcmdldBgCIAEoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmEhgKEG5vdGlmaWVkX3ZlcnNpb24YAyABKAMSHwoScmVjb25jaWxlZF90aHJvdWdoGAQgASgDSACIAQFCFQoTX3JlY29uY2lsZWRfdGhyb3VnaCJBChJBY2tOb3RpY2VzUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLnNlc3Npb25zdGF0ZS52MS5BY2tSZXN1bHQiXAoJQWNrUmVzdWx0EhQKDGFja25vd2xlZGdlZBgBIAEoCBIQCghyZW9wZW5lZBgCIAEoCBInCgZjdXJzb3IYAyABKAsyFy5zZXNzaW9uc3RhdGUudjEuQ3Vyc29yMsgDCgVXYXRjaBJGCgVXYXRjaBIdLnNlc3Npb25zdGF0ZS52MS5XYXRjaFJlcXVlc3QaHi5zZXNzaW9uc3RhdGUudjEuV2F0Y2hSZXNwb25zZRJMCgdVbndhdGNoEh8uc2Vzc2lvbnN0YXRlLnYxLlVud2F0Y2hSZXF1ZXN0GiAuc2Vzc2lvbnN0YXRlLnYxLlVud2F0Y2hSZXNwb25zZRJYCgtMaXN0V2F0Y2hlcxIjLnNlc3Npb25zdGF0ZS52MS5MaXN0V2F0Y2hlc1JlcXVlc3QaJC5zZXNzaW9uc3RhdGUudjEuTGlzdFdhdGNoZXNSZXNwb25zZRJ4ChVTdWJzY3JpYmVTdGFsZU5vdGljZXMSLS5zZXNzaW9uc3RhdGUudjEuU3Vic2NyaWJlU3RhbGVOb3RpY2VzUmVxdWVzdBouLnNlc3Npb25zdGF0ZS52MS5TdWJzY3JpYmVTdGFsZU5vdGljZXNSZXNwb25zZTABElUKCkFja05vdGljZXMSIi5zZXNzaW9uc3RhdGUudjEuQWNrTm90aWNlc1JlcXVlc3QaIy5zZXNzaW9uc3RhdGUudjEuQWNrTm90aWNlc1Jlc3BvbnNlYgZwcm90bzM", [file_sessionstate_v1_types]);
+  fileDesc("ChtzZXNzaW9uc3RhdGUvdjEvd2F0Y2gucHJvdG8SD3Nlc3Npb25zdGF0ZS52MSLIAQoMV2F0Y2hSZXF1ZXN0EhsKE3dhdGNoZXJfc2Vzc2lvbl9rZXkYASABKAkSKwoGdGFyZ2V0GAIgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSNAoKcHJvdmVuYW5jZRgDIAEoDjIgLnNlc3Npb25zdGF0ZS52MS5XYXRjaFByb3ZlbmFuY2USOAoUZXh0cmFfbWF0ZXJpYWxfa2luZHMYBCADKA4yGi5zZXNzaW9uc3RhdGUudjEuRXZlbnRLaW5kIlkKDVdhdGNoUmVzcG9uc2USDwoHd2F0Y2hlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkSJwoGY3Vyc29yGAMgASgLMhcuc2Vzc2lvbnN0YXRlLnYxLkN1cnNvciJaCg5VbndhdGNoUmVxdWVzdBIbChN3YXRjaGVyX3Nlc3Npb25fa2V5GAEgASgJEisKBnRhcmdldBgCIAEoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmIiIKD1Vud2F0Y2hSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIIrsBChJMaXN0V2F0Y2hlc1JlcXVlc3QSGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRI0Cgpwcm92ZW5hbmNlGAUgASgOMiAuc2Vzc2lvbnN0YXRlLnYxLldhdGNoUHJvdmVuYW5jZSJYChNMaXN0V2F0Y2hlc1Jlc3BvbnNlEigKB2N1cnNvcnMYASADKAsyFy5zZXNzaW9uc3RhdGUudjEuQ3Vyc29yEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJaChxTdWJzY3JpYmVTdGFsZU5vdGljZXNSZXF1ZXN0EhwKFHdhdGNoZXJfc2Vzc2lvbl9rZXlzGAEgAygJEhwKFHdhdGNoZXJfa2V5X3ByZWZpeGVzGAIgAygJIoUBCh1TdWJzY3JpYmVTdGFsZU5vdGljZXNSZXNwb25zZRIuCgZub3RpY2UYASABKAsyHC5zZXNzaW9uc3RhdGUudjEuU3RhbGVOb3RpY2VIABIpCgZzeW5jZWQYAiABKAsyFy5zZXNzaW9uc3RhdGUudjEuU3luY2VkSABCCQoHbWVzc2FnZSLNAQoLU3RhbGVOb3RpY2USGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIVCg1jaGFuZ2VzX3NpbmNlGAMgASgDEhgKEG5vdGlmaWVkX3ZlcnNpb24YBCABKAMSDAoEdGV4dBgFIAEoCRIMCgR3YWtlGAYgASgIEhMKC2NvbnRleHRfa2V5GAcgASgJEhIKCnF1ZXVlX29ubHkYCCABKAgiIwoGU3luY2VkEhkKEXBlbmRpbmdfZGVsaXZlcmVkGAEgASgFIj0KEUFja05vdGljZXNSZXF1ZXN0EigKBGFja3MYASADKAsyGi5zZXNzaW9uc3RhdGUudjEuTm90aWNlQWNrIqcBCglOb3RpY2VBY2sSGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIYChBub3RpZmllZF92ZXJzaW9uGAMgASgDEh8KEnJlY29uY2lsZWRfdGhyb3VnaBgEIAEoA0gAiAEBQhUKE19yZWNvbmNpbGVkX3Rocm91Z2giQQoSQWNrTm90aWNlc1Jlc3BvbnNlEisKB3Jlc3VsdHMYASADKAsyGi5zZXNzaW9uc3RhdGUudjEuQWNrUmVzdWx0IlwKCUFja1Jlc3VsdBIUCgxhY2tub3dsZWRnZWQYASABKAgSEAoIcmVvcGVuZWQYAiABKAgSJwoGY3Vyc29yGAMgASgLMhcuc2Vzc2lvbnN0YXRlLnYxLkN1cnNvcjLIAwoFV2F0Y2gSRgoFV2F0Y2gSHS5zZXNzaW9uc3RhdGUudjEuV2F0Y2hSZXF1ZXN0Gh4uc2Vzc2lvbnN0YXRlLnYxLldhdGNoUmVzcG9uc2USTAoHVW53YXRjaBIfLnNlc3Npb25zdGF0ZS52MS5VbndhdGNoUmVxdWVzdBogLnNlc3Npb25zdGF0ZS52MS5VbndhdGNoUmVzcG9uc2USWAoLTGlzdFdhdGNoZXMSIy5zZXNzaW9uc3RhdGUudjEuTGlzdFdhdGNoZXNSZXF1ZXN0GiQuc2Vzc2lvbnN0YXRlLnYxLkxpc3RXYXRjaGVzUmVzcG9uc2USeAoVU3Vic2NyaWJlU3RhbGVOb3RpY2VzEi0uc2Vzc2lvbnN0YXRlLnYxLlN1YnNjcmliZVN0YWxlTm90aWNlc1JlcXVlc3QaLi5zZXNzaW9uc3RhdGUudjEuU3Vic2NyaWJlU3RhbGVOb3RpY2VzUmVzcG9uc2UwARJVCgpBY2tOb3RpY2VzEiIuc2Vzc2lvbnN0YXRlLnYxLkFja05vdGljZXNSZXF1ZXN0GiMuc2Vzc2lvbnN0YXRlLnYxLkFja05vdGljZXNSZXNwb25zZWIGcHJvdG8z", [file_sessionstate_v1_types]);
 
 /**
  * WatchRequest names the pair to watch.
@@ -33,6 +33,24 @@ export type WatchRequest = Message<"sessionstate.v1.WatchRequest"> & {
    * @generated from field: sessionstate.v1.SessionRef target = 2;
    */
   target?: SessionRef | undefined;
+
+  /**
+   * EXPLICIT (also when unspecified) or AMBIENT. An explicit watch of an ambient pair upgrades it,
+   * keeping its marks; an ambient watch never downgrades an explicit pair and writes nothing on a pair
+   * that exists.
+   *
+   * @generated from field: sessionstate.v1.WatchProvenance provenance = 3;
+   */
+  provenance: WatchProvenance;
+
+  /**
+   * Explicit watches only: ledger-only kinds that notify this watcher too, any of
+   * EVENT_KIND_RUN_COMPLETED, EVENT_KIND_RUN_FAILED, EVENT_KIND_COMPACTED. Watching again replaces the
+   * set. Anything else, or any with AMBIENT, is INVALID_ARGUMENT naming extra_material_kinds.
+   *
+   * @generated from field: repeated sessionstate.v1.EventKind extra_material_kinds = 4;
+   */
+  extraMaterialKinds: EventKind[];
 };
 
 /**
@@ -159,6 +177,13 @@ export type ListWatchesRequest = Message<"sessionstate.v1.ListWatchesRequest"> &
    * @generated from field: string page_token = 4;
    */
   pageToken: string;
+
+  /**
+   * Only cursors of this provenance, when set (unspecified: every provenance).
+   *
+   * @generated from field: sessionstate.v1.WatchProvenance provenance = 5;
+   */
+  provenance: WatchProvenance;
 };
 
 /**
@@ -304,7 +329,8 @@ export type StaleNotice = Message<"sessionstate.v1.StaleNotice"> & {
   text: string;
 
   /**
-   * True for main watchers (wake the session now); false for nested `subagent:` watchers.
+   * True for main watchers of explicit pairs (wake the session now); false for nested `subagent:`
+   * watchers and for ambient pairs.
    *
    * @generated from field: bool wake = 6;
    */
@@ -316,6 +342,13 @@ export type StaleNotice = Message<"sessionstate.v1.StaleNotice"> & {
    * @generated from field: string context_key = 7;
    */
   contextKey: string;
+
+  /**
+   * True exactly for ambient pairs: replace the queued entry of this context_key instead of adding one.
+   *
+   * @generated from field: bool queue_only = 8;
+   */
+  queueOnly: boolean;
 };
 
 /**

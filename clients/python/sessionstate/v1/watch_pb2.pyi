@@ -29,16 +29,18 @@ class AckResult(_message.Message):
     def __init__(self, acknowledged: bool = ..., reopened: bool = ..., cursor: _Optional[_Union[_types_pb2.Cursor, _Mapping]] = ...) -> None: ...
 
 class ListWatchesRequest(_message.Message):
-    __slots__ = ["page_size", "page_token", "target", "watcher_session_key"]
+    __slots__ = ["page_size", "page_token", "provenance", "target", "watcher_session_key"]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     WATCHER_SESSION_KEY_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
+    provenance: _types_pb2.WatchProvenance
     target: _types_pb2.SessionRef
     watcher_session_key: str
-    def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., provenance: _Optional[_Union[_types_pb2.WatchProvenance, str]] = ...) -> None: ...
 
 class ListWatchesResponse(_message.Message):
     __slots__ = ["cursors", "next_page_token"]
@@ -61,10 +63,11 @@ class NoticeAck(_message.Message):
     def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., notified_version: _Optional[int] = ..., reconciled_through: _Optional[int] = ...) -> None: ...
 
 class StaleNotice(_message.Message):
-    __slots__ = ["changes_since", "context_key", "notified_version", "target", "text", "wake", "watcher_session_key"]
+    __slots__ = ["changes_since", "context_key", "notified_version", "queue_only", "target", "text", "wake", "watcher_session_key"]
     CHANGES_SINCE_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_KEY_FIELD_NUMBER: _ClassVar[int]
     NOTIFIED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ONLY_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     WAKE_FIELD_NUMBER: _ClassVar[int]
@@ -72,11 +75,12 @@ class StaleNotice(_message.Message):
     changes_since: int
     context_key: str
     notified_version: int
+    queue_only: bool
     target: _types_pb2.SessionRef
     text: str
     wake: bool
     watcher_session_key: str
-    def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., changes_since: _Optional[int] = ..., notified_version: _Optional[int] = ..., text: _Optional[str] = ..., wake: bool = ..., context_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., changes_since: _Optional[int] = ..., notified_version: _Optional[int] = ..., text: _Optional[str] = ..., wake: bool = ..., context_key: _Optional[str] = ..., queue_only: bool = ...) -> None: ...
 
 class SubscribeStaleNoticesRequest(_message.Message):
     __slots__ = ["watcher_key_prefixes", "watcher_session_keys"]
@@ -115,12 +119,16 @@ class UnwatchResponse(_message.Message):
     def __init__(self, removed: bool = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ["target", "watcher_session_key"]
+    __slots__ = ["extra_material_kinds", "provenance", "target", "watcher_session_key"]
+    EXTRA_MATERIAL_KINDS_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     WATCHER_SESSION_KEY_FIELD_NUMBER: _ClassVar[int]
+    extra_material_kinds: _containers.RepeatedScalarFieldContainer[_types_pb2.EventKind]
+    provenance: _types_pb2.WatchProvenance
     target: _types_pb2.SessionRef
     watcher_session_key: str
-    def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ...) -> None: ...
+    def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., provenance: _Optional[_Union[_types_pb2.WatchProvenance, str]] = ..., extra_material_kinds: _Optional[_Iterable[_Union[_types_pb2.EventKind, str]]] = ...) -> None: ...
 
 class WatchResponse(_message.Message):
     __slots__ = ["cursor", "reason", "watched"]
