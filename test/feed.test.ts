@@ -104,7 +104,7 @@ describe(onBackend("the store's feed names every pair whose pending notice opene
     await openNotices();
     await store.append(storeAppend(second.key, 1, "goal_changed"));
     feed.take();
-    assert.equal(await store.resetWatcher("default", boss), 2);
+    assert.equal(await store.resetWatcher("default", boss, 1), 2);
     assert.deepEqual(feed.take().sort(), [`${boss} -> ${second.key}`, `${boss} -> ${worker.key}`]);
   });
 
@@ -163,7 +163,7 @@ describe(onBackend("the notice hub and closed pairs"), { skip: skipBackend }, ()
       await store.deleteSession(targets[0]!);
       await store.unwatch(boss, targets[1]!);
       await until(() => hub.rememberedPairs === 1);
-      await store.resetWatcher("default", boss);
+      await store.resetWatcher("default", boss, 1);
       await until(() => hub.rememberedPairs === 0);
       abort.abort();
       await serving;

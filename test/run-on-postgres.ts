@@ -19,6 +19,7 @@ const behaviourFiles = [
   "test/limits-metrics.test.ts",
   "test/namespaces.test.ts",
   "test/ambient-watches.test.ts",
+  "test/monitor-scans.test.ts",
 ];
 
 if (postgresBinDir() === undefined) {

@@ -62,14 +62,15 @@ function checkEveryRow(catalogId: string, files: CorpusFile[]): { rows: number; 
 }
 
 /**
- * Adopts an empty transcript under the catalog, appends the file's rows one at a time with a scan after
- * each, and checks that exactly the human rows recorded a human_direct_message, and that the metrics
- * counted every row in its labelled class.
+ * Adopts a transcript under the catalog (empty, or holding the file's first `preamble` rows: a header the
+ * catalog checks at adoption), appends the other rows one at a time with a scan after each, and checks
+ * that exactly the human rows recorded a human_direct_message, and that the metrics counted every row
+ * in its labelled class.
  */
-async function replayThroughTheMonitor(catalogId: string, file: CorpusFile): Promise<void> {
+async function replayThroughTheMonitor(catalogId: string, file: CorpusFile, preamble = 0): Promise<void> {
   const root = tempDir();
   const path = join(realpathSync(root.dir), "session.jsonl");
-  writeFileSync(path, "");
+  writeFileSync(path, file.rows.slice(0, preamble).map((row) => `${row}\n`).join(""));
   const t = await startTestServer({
     transcriptRoot: realpathSync(root.dir),
     monitorIntervalMs: 86_400_000,
@@ -81,6 +82,7 @@ async function replayThroughTheMonitor(catalogId: string, file: CorpusFile): Pro
     await t.watch.watch({ watcherSessionKey: "agent:main:main", target: { key } });
     let expected = 0;
     for (const [i, row] of file.rows.entries()) {
+      if (i < preamble) continue;
       appendFileSync(path, `${row}\n`);
       const scan = await t.upstream.scanNow({});
       const label = file.labels[i]!;
@@ -96,7 +98,7 @@ async function replayThroughTheMonitor(catalogId: string, file: CorpusFile): Pro
     const metrics = await scrapeMetrics(t.server.metricsPort);
     for (const rowClass of ["human", "injected", "tool", "other"]) {
       const counted = metricValue(metrics, `sessionstate_monitor_rows_total{class="${rowClass}"}`, 0);
-      assert.equal(counted, file.labels.filter((l) => l.class === rowClass).length, `rows of class ${rowClass}`);
+      assert.equal(counted, file.labels.slice(preamble).filter((l) => l.class === rowClass).length, `rows of class ${rowClass}`);
     }
   } finally {
     await t.dispose();
@@ -164,4 +166,40 @@ describe("the Codex classifier on real rows", () => {
     test(`end to end (${name}): rows appended one at a time record exactly the human ones`, () =>
       replayThroughTheMonitor("codex", corpus("codex").find((c) => c.name === name)!));
   }
+});
+
+describe("the Pi classifier on real rows", () => {
+  test("every row of the corpus gets the verdict its label gives", () => {
+    const { rows, humans } = checkEveryRow("pi", corpus("pi"));
+    assert.ok(rows >= 150 && humans >= 100, `${rows} rows, ${humans} human`);
+  });
+
+  test("streamed through the skimmer of long lines, every row gets the verdict of a whole parse", async () => {
+    assert.equal(await checkSkimmedVerdicts("pi"), corpus("pi").reduce((n, f) => n + f.rows.length, 0));
+  });
+
+  test("end to end: a version-3 session adopted, its rows appended one at a time record exactly the human ones", () =>
+    replayThroughTheMonitor("pi", corpus("pi").find((c) => c.name === "pi-mono-sessions.jsonl")!, 1));
+
+  test("a session file older than version 3 is declined at adoption, with a reason, and never linked", async () => {
+    const root = tempDir();
+    const path = join(realpathSync(root.dir), "old.jsonl");
+    const file = corpus("pi").find((c) => c.name === "pi-mono-sessions.jsonl")!;
+    // The corpus holds the real version-1 header of before-compaction.jsonl (no version field) as a row.
+    const versionOne = file.rows.find((row, i) => i > 0 && (JSON.parse(row) as { type: string }).type === "session")!;
+    writeFileSync(path, `${versionOne}\n${file.rows[2]}\n`);
+    const t = await startTestServer({ transcriptRoot: realpathSync(root.dir), monitorIntervalMs: 86_400_000 });
+    try {
+      const adopted = await t.upstream.adopt({ session: { key: "agent:main:old" }, catalogId: "pi", source: { case: "localTranscript", value: { path } } });
+      assert.equal(adopted.linked, false);
+      assert.match(adopted.reason, /version 1; version 3 or later is read/u);
+      writeFileSync(path, "not a header\n");
+      const notPi = await t.upstream.adopt({ session: { key: "agent:main:old" }, catalogId: "pi", source: { case: "localTranscript", value: { path } } });
+      assert.match(notPi.reason, /does not start with a Pi session header/u);
+      assert.deepEqual((await t.upstream.listUpstreamLinks({})).links, []);
+    } finally {
+      await t.dispose();
+      root.remove();
+    }
+  });
 });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { claudeClassifier, defaultSyntheticPrefixes } from "../src/upstream/claude-classifier.js";
 import { codexClassifier } from "../src/upstream/codex-classifier.js";
+import { piClassifier } from "../src/upstream/pi-classifier.js";
 import { classifyLine } from "../src/upstream/transcript-catalogs.js";
 import { type LineSink, readCompleteLines } from "../src/upstream/transcript-reader.js";
 import { normalizeUserText, SessionActivity } from "../src/upstream/session-activity.js";
@@ -218,6 +219,52 @@ describe("Codex transcript classifier", () => {
     assert.equal(codex(prompt, meta({ thread_source: "subagent" })).human, false);
     assert.equal(codex(prompt, meta({ thread_source: "user" })).human, true);
     assert.equal(codex(prompt, undefined).human, true, "an unreadable first row is not a sub-agent's");
+  });
+});
+
+describe("Pi transcript classifier", () => {
+  const at = "2026-12-01T11:30:00.000Z";
+  const pi = (row: unknown, syntheticPrefixes = defaultSyntheticPrefixes) => classifyLine(piClassifier, JSON.stringify(row), { syntheticPrefixes });
+  // Entries shaped as pi-mono's packages/coding-agent/docs/session.md describes version 3 (the corpus holds real rows).
+  const entry = (message: Record<string, unknown>) => ({ type: "message", id: "a1b2c3d4", parentId: "prev1234", timestamp: at, message });
+
+  test("a user message is a person's prompt: text, images, or both", () => {
+    const human = { human: true, text: "Hello", textCut: false, timestampMs: Date.parse(at) };
+    assert.deepEqual(pi(entry({ role: "user", content: "Hello" })), human);
+    assert.deepEqual(pi(entry({ role: "user", content: [{ type: "text", text: "Hello" }] })), human);
+    assert.deepEqual(pi(entry({ role: "user", content: [{ type: "image", data: "AAAA", mimeType: "image/png" }] })), { ...human, text: "" });
+    // Without the entry's time, the message's own (ms since the epoch).
+    const { timestamp: _t, ...untimed } = entry({ role: "user", content: "Hello", timestamp: 1_764_588_600_000 });
+    assert.equal((pi(untimed) as { timestampMs: number }).timestampMs, 1_764_588_600_000);
+  });
+
+  test("every other entry is not: the agent, tools, shell commands, extension and summary messages, summaries and bookkeeping", () => {
+    assert.deepEqual(pi(entry({ role: "assistant", content: [{ type: "text", text: "Hi!" }] })), { human: false, rowClass: "other" });
+    assert.deepEqual(pi(entry({ role: "toolResult", toolCallId: "c", toolName: "bash", content: [], isError: false })), { human: false, rowClass: "tool" });
+    assert.deepEqual(pi(entry({ role: "bashExecution", command: "ls", output: "", exitCode: 0 })), { human: false, rowClass: "tool" });
+    for (const role of ["custom", "hookMessage", "branchSummary", "compactionSummary"]) {
+      assert.deepEqual(pi(entry({ role, content: "Injected context..." })), { human: false, rowClass: "injected" }, role);
+    }
+    for (const type of ["compaction", "branch_summary", "custom_message"]) {
+      assert.deepEqual(pi({ type, id: "x", parentId: null, timestamp: at, summary: "s", content: "c" }), { human: false, rowClass: "injected" }, type);
+    }
+    for (const type of ["session", "model_change", "thinking_level_change", "custom", "label", "session_info"]) {
+      assert.deepEqual(pi({ type, id: "x", parentId: null, timestamp: at }), { human: false, rowClass: "other" }, type);
+    }
+    assert.deepEqual(pi("not json" as unknown), { human: false, rowClass: "other" });
+  });
+
+  test("a configured synthetic prefix makes a user message injected, as in every catalog", () => {
+    assert.deepEqual(pi(entry({ role: "user", content: "[Inter-session message] hi" })), { human: false, rowClass: "injected" });
+    assert.deepEqual(pi(entry({ role: "user", content: "<relay> hi" }), [...defaultSyntheticPrefixes, "<relay>"]), { human: false, rowClass: "injected" });
+  });
+
+  test("the header decides whether a file is read: version 3 or later", () => {
+    assert.equal(piClassifier.declineReason!({ type: "session", version: 3, id: "u", cwd: "/w" }), undefined);
+    assert.equal(piClassifier.declineReason!({ type: "session", version: 4 }), undefined);
+    assert.match(piClassifier.declineReason!({ type: "session", version: 2 })!, /version 2; version 3 or later/u);
+    assert.match(piClassifier.declineReason!({ type: "session" })!, /version 1/u);
+    assert.match(piClassifier.declineReason!(undefined)!, /does not start with a Pi session header/u);
   });
 });
 

@@ -363,7 +363,7 @@ describe("Upstream: adopted sessions and the monitor", () => {
       (err: { code: number; details: string }) => err,
     );
     assert.equal(refused.code, status.INVALID_ARGUMENT);
-    assert.equal(refused.details, 'catalog_id: has no transcript classifier for local transcripts: "gemini" (known: claude, claude-code, codex)');
+    assert.equal(refused.details, 'catalog_id: has no transcript classifier for local transcripts: "gemini" (known: claude, claude-code, codex, pi)');
     assert.equal((await linkOf("agent:main:g")), undefined);
     assert.equal((await eventsOf("agent:main:g")).length, 0, "a refused adoption records nothing");
     for (const [catalogId, key] of [["claude", "agent:main:c1"], ["claude-code", "agent:main:c2"], ["codex", "agent:main:c3"]] as const) {

@@ -83,6 +83,11 @@ export interface ScanCommit {
   /** Remove the link (after upstream_missing). */
   removeLink?: boolean;
   nowMs: number;
+  /**
+   * The session's run count (`starts`) when the scan began. When set, the commit happens only if no run
+   * is active on the session and none started since: a run writes turns of its own.
+   */
+  runStartsBefore?: number;
 }
 
 /** A validated, normalised event to append. Times are milliseconds since the Unix epoch. */

@@ -13,8 +13,10 @@ import type {
   CursorRecord,
   LinkRecord,
   PairChange,
+  ScanCommit,
   WatchRequest,
 } from "./records.js";
+import { isRunActive, type RunFlag } from "./session-activity.js";
 import type { SessionId } from "./session-key.js";
 
 /** True when `watcherKey` is the session itself: agent-qualified keys carry their agent id. */
@@ -241,6 +243,25 @@ export function linkOfAdoption(existing: LinkRecord | undefined, wanted: NonNull
   const link: LinkRecord = { ...wanted, marker: existing.marker, missedChecks: existing.missedChecks };
   if (existing.lastScannedAtMs !== undefined) link.lastScannedAtMs = existing.lastScannedAtMs;
   return link;
+}
+
+/**
+ * True when a scan's result may be committed (SPEC §8, §12.4): the link is as the scan read it, and, when
+ * the commit says how many runs had started, no run is active on the session and none started since.
+ * Otherwise the session was re-adopted, reset or deleted, another scan won, or a run wrote turns of its own.
+ */
+export function isScanCommittable(current: LinkRecord | undefined, scanned: LinkRecord, commit: ScanCommit, runFlag: RunFlag | undefined): boolean {
+  if (!isScanCurrent(current, scanned)) return false;
+  if (commit.runStartsBefore === undefined) return true;
+  return !isRunActive(runFlag, commit.nowMs) && (runFlag?.starts ?? 0) === commit.runStartsBefore;
+}
+
+/**
+ * The update time a link gets when its session is reset (SPEC §12.4): later than any it had, so a scan
+ * that read it before the reset no longer matches it and is discarded.
+ */
+export function linkUpdatedAtAfterReset(link: LinkRecord, nowMs: number): number {
+  return Math.max(link.updatedAtMs + 1, nowMs);
 }
 
 /**

@@ -64,7 +64,7 @@ export function signalLogHandlers({ store, clock, retention, metrics, log }: Sig
     resetSession: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
       authorizeKeys(context, [watcherKey]);
-      return { cursorsRemoved: await store.resetWatcher(context.namespace, watcherKey) };
+      return { cursorsRemoved: await store.resetWatcher(context.namespace, watcherKey, clock.nowMs()) };
     },
     deleteSession: async (request, context) => {
       const session = sessionIdFromRef("session", request.session, context.namespace);

@@ -93,8 +93,11 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
             );
           }
           const target = await resolveTranscriptPath(transcriptRoot, request.source.value.path);
-          if ("declined" in target) {
-            declined = target.declined;
+          // A catalog may read only some files (pi: version 3 sessions); the header says which.
+          const refused =
+            "declined" in target ? target.declined : classifierForCatalog(catalogId)?.declineReason?.(await monitor.firstRowOf(target.path));
+          if ("declined" in target || refused !== undefined) {
+            declined = refused;
             source = "";
           } else {
             source = `${fileSourcePrefix}${target.path}`;

@@ -10,6 +10,7 @@ export class LinkTables {
   private readonly setScan;
   private readonly deleteOne;
   private readonly watched;
+  private readonly setUpdated;
   private readonly watchedIn;
   private readonly pageAll;
   private readonly pageOfAgent;
@@ -30,6 +31,9 @@ export class LinkTables {
     this.setScan = db.prepare<[string, number, number, string, string, string]>(
       `UPDATE upstream_links SET marker = ?, missed_checks = ?, last_scanned_at_ms = ?
        WHERE namespace = ? AND agent_id = ? AND session_key = ?`,
+    );
+    this.setUpdated = db.prepare<[number, string, string, string]>(
+      "UPDATE upstream_links SET updated_at_ms = ? WHERE namespace = ? AND agent_id = ? AND session_key = ?",
     );
     this.deleteOne = db.prepare<[string, string, string]>("DELETE FROM upstream_links WHERE namespace = ? AND agent_id = ? AND session_key = ?");
     const watchedLink = `EXISTS (SELECT 1 FROM cursors AS c
@@ -75,6 +79,11 @@ export class LinkTables {
   /** Records a scan: the new marker, the miss streak and the scan time. */
   recordScan(session: SessionId, marker: string, missedChecks: number, scannedAtMs: number): void {
     this.setScan.run(marker, missedChecks, scannedAtMs, session.namespace, session.agentId, session.key);
+  }
+
+  /** Sets a link's update time (a reset: scans of it in flight no longer match it). */
+  setUpdatedAt(session: SessionId, updatedAtMs: number): void {
+    this.setUpdated.run(updatedAtMs, session.namespace, session.agentId, session.key);
   }
 
   /** Removes a session's link; true when there was one. */

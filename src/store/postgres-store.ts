@@ -16,7 +16,7 @@ import type {
   SessionStatus,
   WatchRequest,
 } from "../domain/records.js";
-import type { SessionId } from "../domain/session-key.js";
+import { watcherIdOfKey, type SessionId } from "../domain/session-key.js";
 import { runFlagAfter, type RunFlag } from "../domain/session-activity.js";
 import {
   appendNeedsTargetCursors,
@@ -24,9 +24,10 @@ import {
   cursorEffectsOfEvent,
   eventOfAppend,
   isAppendGated,
-  isScanCurrent,
+  isScanCommittable,
   isWatcherOf,
   linkOfAdoption,
+  linkUpdatedAtAfterReset,
   pairChangesOfRemoved,
   pairKeyOf,
   watchCursor,
@@ -437,12 +438,19 @@ export class PostgresStore implements Store {
     return rows.map(cursorFromRow);
   }
 
-  resetWatcher(namespace: string, watcherKey: string): Promise<number> {
+  resetWatcher(namespace: string, watcherKey: string, nowMs: number): Promise<number> {
     return this.runWrite(async (ctx) => {
       ctx.forgetPrefetched();
       const removed = (
         await ctx.tx.query<CursorRow>(sql`DELETE FROM cursors WHERE namespace = ${namespace} AND watcher_key = ${watcherKey} RETURNING *`)
       ).map(cursorFromRow);
+      const session = watcherIdOfKey(watcherKey, namespace);
+      const link = session === undefined ? undefined : await this.linkIn(ctx, session);
+      if (link !== undefined) {
+        ctx.send(sql`
+          UPDATE upstream_links SET updated_at_ms = ${linkUpdatedAtAfterReset(link, nowMs)}
+          WHERE namespace = ${link.session.namespace} AND agent_id = ${link.session.agentId} AND session_key = ${link.session.key}`);
+      }
       return { value: removed.length, changes: pairChangesOfRemoved(removed) };
     });
   }
@@ -554,7 +562,13 @@ export class PostgresStore implements Store {
 
   commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }> {
     return this.runWrite(async (ctx): Promise<WriteResult<{ committed: boolean; event?: StoredEvent }>> => {
-      if (!isScanCurrent(await this.linkIn(ctx, scanned.session), scanned)) return { value: { committed: false }, changes: [] };
+      const [runRow] = await ctx.tx.query<RunFlagRow>(sql`
+        SELECT active, starts, refreshed_at_ms FROM run_flags
+        WHERE namespace = ${scanned.session.namespace} AND agent_id = ${scanned.session.agentId} AND session_key = ${scanned.session.key}`);
+      const runFlag = runRow === undefined ? undefined : runFlagFromRow(runRow);
+      if (!isScanCommittable(await this.linkIn(ctx, scanned.session), scanned, commit, runFlag)) {
+        return { value: { committed: false }, changes: [] };
+      }
       const appended = commit.event === undefined ? undefined : await this.appendIn(ctx, commit.event);
       if (commit.removeLink === true) await this.removeLink(ctx, scanned.session);
       else {

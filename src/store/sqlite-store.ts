@@ -17,7 +17,7 @@ import type {
   SessionStatus,
   WatchRequest,
 } from "../domain/records.js";
-import type { SessionId } from "../domain/session-key.js";
+import { watcherIdOfKey, type SessionId } from "../domain/session-key.js";
 import { runFlagAfter, type RunFlag } from "../domain/session-activity.js";
 import {
   appendNeedsTargetCursors,
@@ -25,9 +25,10 @@ import {
   cursorEffectsOfEvent,
   eventOfAppend,
   isAppendGated,
-  isScanCurrent,
+  isScanCommittable,
   isWatcherOf,
   linkOfAdoption,
+  linkUpdatedAtAfterReset,
   pairChangesOfRemoved,
   watchCursor,
 } from "../domain/write-rules.js";
@@ -192,9 +193,12 @@ export class SqliteStore implements Store {
     return this.cursors.page(filter);
   }
 
-  async resetWatcher(namespace: string, watcherKey: string): Promise<number> {
+  async resetWatcher(namespace: string, watcherKey: string, nowMs: number): Promise<number> {
     return this.runWrite(() => {
       const removed = this.cursors.removeOfWatcher(namespace, watcherKey);
+      const session = watcherIdOfKey(watcherKey, namespace);
+      const link = session === undefined ? undefined : this.links.get(session);
+      if (link !== undefined) this.links.setUpdatedAt(link.session, linkUpdatedAtAfterReset(link, nowMs));
       return { value: removed.length, changes: pairChangesOfRemoved(removed) };
     });
   }
@@ -241,7 +245,9 @@ export class SqliteStore implements Store {
 
   async commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }> {
     return this.runWrite((): WriteResult<{ committed: boolean; event?: StoredEvent }> => {
-      if (!isScanCurrent(this.links.get(scanned.session), scanned)) return { value: { committed: false }, changes: [] };
+      if (!isScanCommittable(this.links.get(scanned.session), scanned, commit, this.activity.runFlag(scanned.session))) {
+        return { value: { committed: false }, changes: [] };
+      }
       const appended = commit.event === undefined ? undefined : this.appendInTransaction(commit.event);
       if (commit.removeLink === true) this.links.remove(scanned.session);
       else this.links.recordScan(scanned.session, commit.marker, commit.missedChecks, commit.nowMs);

@@ -57,8 +57,11 @@ export interface Store {
     after?: readonly [string, string, string];
     limit: number;
   }): Promise<CursorRecord[]>;
-  /** Removes every cursor a watcher of `namespace` holds; returns how many. */
-  resetWatcher(namespace: string, watcherKey: string): Promise<number>;
+  /**
+   * Removes every cursor a watcher of `namespace` holds; returns how many. The watcher's own upstream link,
+   * if it has one, gets a later update time, so a scan of it in flight is discarded (SPEC §12.4).
+   */
+  resetWatcher(namespace: string, watcherKey: string, nowMs: number): Promise<number>;
   /** The cursor of one pair. */
   getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined>;
   /** Pending cursors, in `namespace`, of the named watchers and of watchers whose key starts with one of the prefixes. */
@@ -89,7 +92,9 @@ export interface Store {
   watchedLinks(namespace?: string): Promise<LinkRecord[]>;
   /**
    * Applies a scan result in one transaction, if the link still equals `scanned` (same source, marker,
-   * miss streak and update time); otherwise changes nothing and answers `committed: false`.
+   * miss streak and update time) and, when the commit names the run count it began with, no run is active
+   * and none started since (domain/write-rules: isScanCommittable); otherwise changes nothing and answers
+   * `committed: false`.
    */
   commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }>;
   /** Records that a run started (`true`) or ended on a session (see domain/session-activity). */

@@ -1,7 +1,8 @@
 import { claudeClassifier } from "./claude-classifier.js";
 import { codexClassifier } from "./codex-classifier.js";
+import { piClassifier } from "./pi-classifier.js";
 import { JsonSkimmer, type SkimResult } from "./json-skim.js";
-import type { LongLineSink } from "./transcript-reader.js";
+import { readCompleteLines, type LineSink, type LongLineSink } from "./transcript-reader.js";
 import { otherRow, type RowClassifier, type RowContext, type RowVerdict } from "./transcript-rows.js";
 
 /**
@@ -12,9 +13,10 @@ const classifiers: ReadonlyMap<string, RowClassifier> = new Map([
   ["claude", claudeClassifier],
   ["claude-code", claudeClassifier],
   ["codex", codexClassifier],
+  ["pi", piClassifier],
 ]);
 
-/** The catalog ids with a transcript classifier, for messages: "claude, claude-code, codex". */
+/** The catalog ids with a transcript classifier, for messages: "claude, claude-code, codex, pi". */
 export const knownCatalogIds: readonly string[] = [...classifiers.keys()];
 
 /** The classifier for a catalog's local transcripts, or undefined when there is none. */
@@ -49,4 +51,20 @@ export function skimmingSink(done: (skimmed: SkimResult) => void): LongLineSink 
     write: (piece) => skimmer.write(piece),
     end: async () => done(await skimmer.end()),
   };
+}
+
+/** The first row of a transcript, parsed (a line too long to keep whole is skimmed); `undefined` when unreadable. */
+export async function readFirstRow(path: string, maxLineBytes: number): Promise<unknown> {
+  let firstRow: unknown;
+  const sink: LineSink = {
+    line: (bytes) => {
+      firstRow = parseRow(bytes);
+    },
+    longLine: () =>
+      skimmingSink((skimmed) => {
+        firstRow = "value" in skimmed ? skimmed.value : undefined;
+      }),
+  };
+  await readCompleteLines(path, 0, maxLineBytes, sink, 1);
+  return firstRow;
 }

@@ -31,7 +31,7 @@ const chunkBytes = 64 * 1024;
  * is streamed through `sink.longLine()` in pieces, so memory stays bounded by the chunk size whatever
  * the line's length. A trailing line without its newline is left for the next read (a long one is
  * streamed again then). The file is read in bounded chunks; short reads are handled. Throws the
- * file-system error (ENOENT, EACCES, ...) as is.
+ * file-system error (ENOENT, EACCES, ...) as is, and the abort reason when `signal` aborts (checked per chunk).
  */
 export async function readCompleteLines(
   path: string,
@@ -39,6 +39,7 @@ export async function readCompleteLines(
   maxLineBytes: number,
   sink: LineSink,
   maxLines = Number.POSITIVE_INFINITY,
+  signal?: AbortSignal,
 ): Promise<TranscriptRead> {
   const handle = await open(path, "r");
   try {
@@ -63,6 +64,7 @@ export async function readCompleteLines(
     };
 
     for (;;) {
+      signal?.throwIfAborted();
       const { bytesRead } = await handle.read(chunk, 0, chunkBytes, position);
       if (bytesRead === 0) break;
       position += bytesRead;

@@ -32,6 +32,11 @@ export interface RowClassifier {
   /** True when rows cannot be classified without the transcript's first row. */
   readsFirstRow: boolean;
   classify(row: unknown, context: RowContext): RowVerdict;
+  /**
+   * For catalogs that read only some files: why a transcript whose first row is `firstRow` is declined at
+   * adoption (`undefined`: it is read). Absent: every file is read.
+   */
+  declineReason?(firstRow: unknown): string | undefined;
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {

@@ -11,9 +11,9 @@ import type { Store } from "../store/store.js";
 import type { AppendInput, LinkRecord, ScanCommit } from "../domain/records.js";
 import type { SessionActivity } from "./session-activity.js";
 import type { SkimResult } from "./json-skim.js";
-import { classifierForCatalog, classifyLine, classifySkimmed, knownCatalogIds, parseRow, skimmingSink } from "./transcript-catalogs.js";
-import { type LineSink, type LongLineSink, readCompleteLines } from "./transcript-reader.js";
-import { isSyntheticText, type NonHumanClass, type RowContext, type RowVerdict } from "./transcript-rows.js";
+import { classifierForCatalog, classifyLine, classifySkimmed, knownCatalogIds, readFirstRow, skimmingSink } from "./transcript-catalogs.js";
+import { type LongLineSink, readCompleteLines } from "./transcript-reader.js";
+import { isSyntheticText, type NonHumanClass, type RowClassifier, type RowContext, type RowVerdict } from "./transcript-rows.js";
 
 /** The classes of transcript rows the monitor counts. */
 type RowClass = "human" | NonHumanClass;
@@ -22,6 +22,42 @@ type RowClass = "human" | NonHumanClass;
 export const missesBeforeGone = 3;
 /** Most items one paired-node report may hold. */
 export const maxRemoteItems = 50;
+
+/** How long one link's scan may read before it is abandoned for the tick (SPEC §12.4). */
+export const defaultScanTimeoutMs = 45_000;
+/** The abort reason of a scan past its deadline (any other abort is a stop). */
+const scanTimedOut = Symbol("scan timed out");
+
+/** What one link's scan came to. */
+type ScanOutcome = "discarded" | "unclassifiable" | "timed_out" | { recorded: boolean; held: boolean };
+
+/** What reading a local link found, before anything is committed. */
+interface LocalRead {
+  finding: ScanFinding;
+  rows: Record<RowClass, number>;
+  held: boolean;
+  /** The session's run count when the scan began: the commit checks that no run started since. */
+  runStartsBefore: number;
+}
+
+/** `work`, or a rejection with the signal's reason as soon as it aborts (what `work` does then is left to it). */
+function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      },
+    );
+  });
+}
 
 /** Link sources: local transcript files and paired-node threads. */
 export const fileSourcePrefix = "file:";
@@ -33,6 +69,8 @@ export interface MonitorSettings {
   tickIntervalMs: number;
   maxLineBytes: number;
   syntheticPrefixes: readonly string[];
+  /** How long one link's scan may read (default 45 s); past it the link waits for the next tick. */
+  scanTimeoutMs?: number;
 }
 
 /** What one tick did. */
@@ -41,6 +79,8 @@ export interface TickReport {
   eventsRecorded: number;
   /** Links whose marker waits at a line longer than the limit that has no newline yet. */
   linksHeld: number;
+  /** Links whose scan did not finish within its deadline: their markers stay. */
+  linksTimedOut: number;
 }
 
 /** One item of a paired-node thread, newest first in a report. */
@@ -73,6 +113,8 @@ export class UpstreamMonitor {
   private stopped = false;
   /** Links already reported as having no classifier (once per process, not once per tick). */
   private readonly warnedUnclassifiable = new Set<string>();
+  /** Scans reading now: a stop aborts them. */
+  private readonly scansInFlight = new Set<AbortController>();
 
   constructor(
     private readonly store: Store,
@@ -101,10 +143,11 @@ export class UpstreamMonitor {
     schedule(this.settings.firstTickDelayMs);
   }
 
-  /** Stops the timer and waits for a tick in progress. */
+  /** Stops the timer, aborts the scans reading now (their markers stay) and waits for the tick to end. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
+    for (const scan of this.scansInFlight) scan.abort();
     await this.ticks.idle();
   }
 
@@ -117,7 +160,7 @@ export class UpstreamMonitor {
   }
 
   private async scanWatchedLinks(namespace: string | undefined): Promise<TickReport> {
-    const report: TickReport = { linksScanned: 0, eventsRecorded: 0, linksHeld: 0 };
+    const report: TickReport = { linksScanned: 0, eventsRecorded: 0, linksHeld: 0, linksTimedOut: 0 };
     this.metrics?.monitorTicks.inc();
     const count = (outcome: string): void => this.metrics?.monitorLinks.inc({ outcome });
     for (const link of await this.store.watchedLinks(namespace)) {
@@ -127,6 +170,11 @@ export class UpstreamMonitor {
         if ((await this.activity.runState(link.session)).active) continue;
         const outcome = await this.scanLocalLink(link);
         if (outcome === "discarded" || outcome === "unclassifiable") {
+          count(outcome);
+          continue;
+        }
+        if (outcome === "timed_out") {
+          report.linksTimedOut++;
           count(outcome);
           continue;
         }
@@ -148,7 +196,7 @@ export class UpstreamMonitor {
     return report;
   }
 
-  private async scanLocalLink(link: LinkRecord): Promise<"discarded" | "unclassifiable" | { recorded: boolean; held: boolean }> {
+  private async scanLocalLink(link: LinkRecord): Promise<ScanOutcome> {
     const classifier = classifierForCatalog(link.catalogId);
     if (classifier === undefined) {
       // Adopted before adoption checked catalogs: never read with another catalog's rules.
@@ -158,7 +206,38 @@ export class UpstreamMonitor {
       }
       return "unclassifiable";
     }
-    const runBefore = await this.activity.runState(link.session);
+    // Reading has a deadline, and a stop ends it; committing, once begun, is left to finish.
+    const timeoutMs = this.settings.scanTimeoutMs ?? defaultScanTimeoutMs;
+    const abort = new AbortController();
+    this.scansInFlight.add(abort);
+    const timer = setTimeout(() => abort.abort(scanTimedOut), timeoutMs);
+    timer.unref();
+    let read: LocalRead;
+    try {
+      read = await abortable(this.readLocalLink(link, classifier, abort.signal), abort.signal);
+    } catch (err) {
+      if (abort.signal.reason === scanTimedOut) {
+        this.log.warn({ agentId: link.session.agentId, catalogId: link.catalogId, timeoutMs }, "upstream scan timed out: its marker stays for the next tick");
+        return "timed_out";
+      }
+      if (abort.signal.aborted) return "discarded"; // stopping
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      this.scansInFlight.delete(abort);
+    }
+    // The store commits only if the link is as it was read (not re-adopted, reset or deleted meanwhile) and
+    // no run started since the scan began: a run writes its own turns.
+    const commit: ScanCommit = { ...this.commitOf(link, read.finding), runStartsBefore: read.runStartsBefore };
+    const committed = await this.store.commitScan(link, commit);
+    if (!committed.committed) return "discarded";
+    this.countRows(link, read.rows);
+    return { recorded: committed.event !== undefined, held: read.held };
+  }
+
+  /** Reads a local link from its marker to the last complete line (stops when `signal` aborts). */
+  private async readLocalLink(link: LinkRecord, classifier: RowClassifier, signal: AbortSignal): Promise<LocalRead> {
+    const runStartsBefore = (await this.activity.runState(link.session)).starts;
     const isOwnEcho = await this.activity.ownEchoTest(link.session);
     const path = link.source.slice(fileSourcePrefix.length);
     const offset = Number(link.marker);
@@ -190,15 +269,23 @@ export class UpstreamMonitor {
           newestHumanAtMs = Math.max(newestHumanAtMs, verdict.timestampMs ?? info.mtimeMs);
         };
         const context: RowContext = { syntheticPrefixes: this.settings.syntheticPrefixes };
-        if (classifier.readsFirstRow) context.firstRow = await this.readFirstRow(path);
-        const read = await readCompleteLines(path, offset, this.settings.maxLineBytes, {
-          line: (bytes) => take(classifyLine(classifier, bytes, context)),
-          longLine: () => this.skimLongLine(link, (skimmed) => take(classifySkimmed(classifier, skimmed, context))),
-        });
+        if (classifier.readsFirstRow) context.firstRow = await readFirstRow(path, this.settings.maxLineBytes);
+        const read = await readCompleteLines(
+          path,
+          offset,
+          this.settings.maxLineBytes,
+          {
+            line: (bytes) => take(classifyLine(classifier, bytes, context)),
+            longLine: () => this.skimLongLine(link, (skimmed) => take(classifySkimmed(classifier, skimmed, context))),
+          },
+          Number.POSITIVE_INFINITY,
+          signal,
+        );
         if (read.longLineWaitingAt !== undefined) held = true;
         finding = { kind: "read", marker: String(read.endOffset), humanTurns, newestHumanAtMs };
       }
     } catch (err) {
+      if (signal.aborted) throw err;
       if ((err as NodeJS.ErrnoException).code === "ENOENT") {
         finding = { kind: "gone" };
       } else {
@@ -206,29 +293,12 @@ export class UpstreamMonitor {
         finding = { kind: "inconclusive" };
       }
     }
-    // A run that started while the file was read may have written its own turns: read again next tick.
-    const runAfter = await this.activity.runState(link.session);
-    if (runAfter.active || runAfter.starts !== runBefore.starts) return "discarded";
-    const committed = await this.store.commitScan(link, this.commitOf(link, finding));
-    if (!committed.committed) return "discarded";
-    this.countRows(link, rows);
-    return { recorded: committed.event !== undefined, held };
+    return { finding, rows, held, runStartsBefore };
   }
 
-  /** The transcript's first row, parsed, for classifiers that read it (`undefined` when it is unreadable). */
-  private async readFirstRow(path: string): Promise<unknown> {
-    let firstRow: unknown;
-    const sink: LineSink = {
-      line: (bytes) => {
-        firstRow = parseRow(bytes);
-      },
-      longLine: () =>
-        skimmingSink((skimmed) => {
-          firstRow = "value" in skimmed ? skimmed.value : undefined;
-        }),
-    };
-    await readCompleteLines(path, 0, this.settings.maxLineBytes, sink, 1);
-    return firstRow;
+  /** The first row of a local transcript, parsed (`undefined` when unreadable): for adoption's checks. */
+  firstRowOf(path: string): Promise<unknown> {
+    return readFirstRow(path, this.settings.maxLineBytes);
   }
 
   /**
@@ -331,7 +401,8 @@ export class UpstreamMonitor {
       throw new ServiceError("FAILED_PRECONDITION", "session: has no paired-node upstream link (adopt it with paired_node first)");
     }
     const newest = items[0];
-    if (newest === undefined || newest.uuid === "" || (await this.activity.runState(session)).active) return { humanTurns: 0 };
+    const run = await this.activity.runState(session);
+    if (newest === undefined || newest.uuid === "" || run.active) return { humanTurns: 0 };
     const isOwnEcho = await this.activity.ownEchoTest(session);
     const seen = items.findIndex((item) => item.uuid === link.marker);
     const fresh = seen === -1 ? items : items.slice(0, seen);
@@ -343,10 +414,10 @@ export class UpstreamMonitor {
         !isOwnEcho(item.text),
     );
     const newestHumanAtMs = Math.max(...human.map((item) => item.occurredAtMs ?? nowMs));
-    const committed = await this.store.commitScan(
-      link,
-      this.commitOf(link, { kind: "read", marker: newest.uuid, humanTurns: human.length, newestHumanAtMs }),
-    );
+    const committed = await this.store.commitScan(link, {
+      ...this.commitOf(link, { kind: "read", marker: newest.uuid, humanTurns: human.length, newestHumanAtMs }),
+      runStartsBefore: run.starts,
+    });
     if (!committed.committed) throw new ServiceError("UNAVAILABLE", "the upstream link changed during the report; retry");
     return committed.event === undefined ? { humanTurns: human.length } : { humanTurns: human.length, event: committed.event };
   }
