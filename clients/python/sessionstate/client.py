@@ -161,9 +161,26 @@ class SessionStateClient:
             request.changes_since = changes_since
         return self.reconcile.SessionStatus(request, timeout=timeout or self._timeout, metadata=self._metadata)
 
-    def watch(self, watcher: str, target: str, *, target_agent_id: Optional[str] = None) -> watch_pb2.WatchResponse:
-        """Makes ``watcher`` watch ``target`` (the cursor starts at the target's current version)."""
-        request = watch_pb2.WatchRequest(watcher_session_key=watcher, target=_session(target, target_agent_id))
+    def watch(
+        self,
+        watcher: str,
+        target: str,
+        *,
+        target_agent_id: Optional[str] = None,
+        ambient: bool = False,
+        extra_material_kinds: Sequence[EnumValue] = (),
+    ) -> watch_pb2.WatchResponse:
+        """Makes ``watcher`` watch ``target`` (the cursor starts at the target's current version).
+        ``ambient=True`` makes an ambient watch: its notices never wake and are ``queue_only`` (replace the
+        queued entry for that target); it never downgrades an explicit watch. ``extra_material_kinds``
+        (explicit watches only: ``"RUN_COMPLETED"``, ``"RUN_FAILED"``, ``"COMPACTED"``) notify this
+        watcher too; watching again replaces the set."""
+        request = watch_pb2.WatchRequest(
+            watcher_session_key=watcher,
+            target=_session(target, target_agent_id),
+            provenance=types_pb2.WATCH_PROVENANCE_AMBIENT if ambient else types_pb2.WATCH_PROVENANCE_EXPLICIT,
+            extra_material_kinds=[_enum(types_pb2.EventKind, "EVENT_KIND_", kind, "extra_material_kinds") for kind in extra_material_kinds],
+        )
         return self.watch_service.Watch(request, timeout=self._timeout, metadata=self._metadata)
 
     def unwatch(self, watcher: str, target: str, *, target_agent_id: Optional[str] = None) -> watch_pb2.UnwatchResponse:

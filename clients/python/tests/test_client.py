@@ -184,6 +184,28 @@ class ClientTest(unittest.TestCase):
         finally:
             subscriber.close()
 
+    def test_an_ambient_watch_queues_without_waking_and_extra_kinds_notify_an_explicit_one(self) -> None:
+        watched = self.client.watch(WATCHER, self.target, ambient=True)
+        self.assertEqual((watched.watched, watched.cursor.provenance), (True, types_pb2.WATCH_PROVENANCE_AMBIENT))
+        with self.assertRaises(grpc.RpcError) as raised:
+            self.client.watch(WATCHER, self.target, ambient=True, extra_material_kinds=["RUN_FAILED"])
+        self.assertEqual(raised.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("extra_material_kinds", raised.exception.details())
+        subscriber = Subscriber(self.client, watchers=[WATCHER])
+        try:
+            self.client.append(self.target, "GOAL_CHANGED", "AGENT", "first")
+            ambient = subscriber.next()
+            self.assertEqual((ambient.wake, ambient.queue_only, ambient.notified_version), (False, True, 1))
+            self.client.ack(ambient, reconciled_through=1)
+            # An explicit watch upgrades the pair; run_failed now notifies it, and wakes.
+            upgraded = self.client.watch(WATCHER, self.target, extra_material_kinds=["RUN_FAILED"])
+            self.assertEqual(upgraded.cursor.provenance, types_pb2.WATCH_PROVENANCE_EXPLICIT)
+            self.client.append(self.target, "RUN_FAILED", "SYSTEM", "run failed", payload=types_pb2.EventPayload(outcome=types_pb2.RUN_OUTCOME_TIMEOUT, reason="model timeout"))
+            failed = subscriber.next()
+            self.assertEqual((failed.wake, failed.queue_only, failed.changes_since, failed.notified_version), (True, False, 1, 2))
+        finally:
+            subscriber.close()
+
     def test_the_subscription_survives_a_server_restart_and_gets_the_pending_notice_again(self) -> None:
         self.client.watch(WATCHER, self.target)
         subscriber = Subscriber(self.client, prefixes=["agent:main:"])
