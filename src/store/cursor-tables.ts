@@ -25,6 +25,10 @@ export class CursorTables {
   constructor(db: Database.Database) {
     const pair = "namespace = ? AND watcher_key = ? AND target_agent_id = ? AND target_key = ?";
     const target = "namespace = ? AND target_agent_id = ? AND target_key = ?";
+    // A target's cursors through its index, always: without statistics SQLite takes the primary key's
+    // leading `namespace = ?` as selective and reads every cursor of the namespace instead (a notice's
+    // cost then grows with the pairs there). test/query-plans.test.ts checks every statement's plan.
+    const ofTargetTable = "cursors INDEXED BY cursors_by_target";
     this.one = db.prepare<[string, string, string, string], CursorRow>(`SELECT * FROM cursors WHERE ${pair}`);
     this.upsert = db.prepare<[string, string, string, string, number, number, number, number, string, string]>(
       `INSERT INTO cursors (namespace, watcher_key, target_agent_id, target_key, acked, notified, material, updated_at_ms,
@@ -35,14 +39,14 @@ export class CursorTables {
            updated_at_ms = excluded.updated_at_ms, provenance = excluded.provenance, extra_kinds = excluded.extra_kinds`,
     );
     this.touchRow = db.prepare<[number, string, string, string, string]>(`UPDATE cursors SET updated_at_ms = ? WHERE ${pair}`);
-    this.ofTarget = db.prepare<[string, string, string], CursorRow>(`SELECT * FROM cursors WHERE ${target}`);
+    this.ofTarget = db.prepare<[string, string, string], CursorRow>(`SELECT * FROM ${ofTargetTable} WHERE ${target}`);
     this.anyOfTarget = db.prepare<[string, string, string], { one: number }>(`SELECT 1 AS one FROM cursors WHERE ${target} LIMIT 1`);
     // Removals return what they removed, so the store can announce the notices they closed.
     this.deleteOne = db.prepare<[string, string, string, string], CursorRow>(`DELETE FROM cursors WHERE ${pair} RETURNING *`);
     this.deleteOfWatcher = db.prepare<[string, string], CursorRow>(
       "DELETE FROM cursors WHERE namespace = ? AND watcher_key = ? RETURNING *",
     );
-    this.deleteOfTarget = db.prepare<[string, string, string], CursorRow>(`DELETE FROM cursors WHERE ${target} RETURNING *`);
+    this.deleteOfTarget = db.prepare<[string, string, string], CursorRow>(`DELETE FROM ${ofTargetTable} WHERE ${target} RETURNING *`);
     this.pendingOfWatcher = db.prepare<[string, string], CursorRow>(
       "SELECT * FROM cursors WHERE namespace = ? AND watcher_key = ? AND notified > acked ORDER BY target_agent_id, target_key",
     );
@@ -60,7 +64,7 @@ export class CursorTables {
       `SELECT * FROM cursors WHERE namespace = ? AND watcher_key = ? AND ${after} ${order}`,
     );
     this.pageOfTarget = db.prepare<[string, string, string, string, string, string, string, number], CursorRow>(
-      `SELECT * FROM cursors WHERE ${target} AND ${after} ${order}`,
+      `SELECT * FROM ${ofTargetTable} WHERE ${target} AND ${after} ${order}`,
     );
     this.pageOfPair = db.prepare<[string, string, string, string, string, string, string, string, number], CursorRow>(
       `SELECT * FROM cursors WHERE ${pair} AND ${after} ${order}`,
