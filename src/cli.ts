@@ -6,7 +6,7 @@ import { tokenCommand, tokenUsage } from "./commands/token-command.js";
 import { ConfigError, loadConfig, settingNames } from "./config.js";
 import { createLogger } from "./logger.js";
 import { startServer } from "./server.js";
-import { DatabaseInUseError } from "./store/open-database.js";
+import { DatabaseInUseError } from "./store/sqlite/open-database.js";
 
 const serveUsage = `usage: sessionstate serve [flags]
 

@@ -21,10 +21,11 @@ import { signalLogHandlers } from "./services/signal-log.js";
 import { upstreamHandlers } from "./services/upstream.js";
 import { watchHandlers } from "./services/watch.js";
 import { settleWithin } from "./settle-within.js";
-import { Retention } from "./store/retention.js";
-import { PostgresStore } from "./store/postgres-store.js";
-import { isPostgresUrl, parsePostgresUrl, redactPostgresUrl } from "./store/postgres-url.js";
-import { SqliteStore } from "./store/sqlite-store.js";
+import { Retention } from "./jobs/retention.js";
+import { MonitorJob } from "./jobs/monitor-job.js";
+import { PostgresStore } from "./store/postgres/postgres-store.js";
+import { isPostgresUrl, parsePostgresUrl, redactPostgresUrl } from "./store/postgres/postgres-url.js";
+import { SqliteStore } from "./store/sqlite/sqlite-store.js";
 import type { StorageObserver } from "./store/storage-tracker.js";
 import { storeFaultOf } from "./store/store-errors.js";
 import type { Store } from "./store/store.js";
@@ -170,14 +171,14 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     store,
     activity,
     clock,
-    {
-      firstTickDelayMs: Math.min(firstMonitorTickMs, config.monitorIntervalMs),
-      tickIntervalMs: config.monitorIntervalMs,
-      maxLineBytes: config.maxLineBytes,
-      syntheticPrefixes: config.syntheticPrefixes,
-    },
+    { maxLineBytes: config.maxLineBytes, syntheticPrefixes: config.syntheticPrefixes },
     logger.child({ component: "upstream" }),
     metrics,
+  );
+  const monitorJob = new MonitorJob(
+    monitor,
+    { firstDelayMs: Math.min(firstMonitorTickMs, config.monitorIntervalMs), intervalMs: config.monitorIntervalMs },
+    logger.child({ component: "upstream" }),
     () => store.tryLease(`monitor:${config.nodeId}`, leaseHolder, 3 * config.monitorIntervalMs),
   );
   const server = new Server({
@@ -253,7 +254,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   const startJobs = async (): Promise<void> => {
     // Events past retention are gone before the first call is answered.
     await retention.start(config.pruneIntervalMs);
-    monitor.start();
+    monitorJob.start();
   };
   if (databaseReady) {
     setServing(true);
@@ -317,7 +318,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
       });
     });
     hub.stop();
-    await settleWithin(remainingMs(), monitor.stop());
+    await settleWithin(remainingMs(), monitorJob.stop());
     await settleWithin(remainingMs(), retention.stop());
     // Another replica may take this one's jobs at once rather than after the leases expire.
     if (postgres?.isReachable === true) {

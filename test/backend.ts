@@ -6,9 +6,9 @@
 import { join } from "node:path";
 import { encodeStateEvent } from "../src/codec/event-codec.js";
 import type { EventEncoder } from "../src/domain/event.js";
-import { PostgresStore } from "../src/store/postgres-store.js";
-import { parsePostgresUrl } from "../src/store/postgres-url.js";
-import { SqliteStore } from "../src/store/sqlite-store.js";
+import { PostgresStore } from "../src/store/postgres/postgres-store.js";
+import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../src/store/store.js";
 import { skipWithoutPostgres, startPostgresCluster, type PostgresCluster } from "./postgres-cluster.js";
 

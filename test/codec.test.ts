@@ -29,8 +29,8 @@ import { newWriter, writeInteger } from "../src/codec/wire-writer.js";
 import type { EventFields } from "../src/domain/event.js";
 import { noticeFromCursor } from "../src/domain/notice.js";
 import type { AckOutcome, AppendOutcome, CursorRecord } from "../src/domain/records.js";
-import { encodeVersion2Event } from "../src/store/migration-3-wire.js";
-import { migrations } from "../src/store/migrations.js";
+import { encodeVersion2Event } from "../src/store/sqlite/migration-3-wire.js";
+import { migrations } from "../src/store/sqlite/migrations.js";
 import { human, startTestServer, storeAppend, tempDir, openTestStore } from "./helpers.js";
 
 /** An event with every field set to something other than its default. */

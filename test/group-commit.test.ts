@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { SqliteStore } from "../src/store/sqlite-store.js";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import type { AppendInput } from "../src/domain/records.js";
 import { storeAppend, tempDir, openTestStore } from "./helpers.js";
 

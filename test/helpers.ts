@@ -17,7 +17,7 @@ import type { StaleNotice, SubscribeStaleNoticesResponse } from "../gen/sessions
 import { createServiceClient, type ServerStreamCall } from "../clients/typescript/src/service-client.js";
 import type { Clock } from "../src/clock.js";
 import { agentIdOfKey } from "../src/domain/session-key.js";
-import { SqliteStore } from "../src/store/sqlite-store.js";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { encodeStateEvent } from "../src/codec/event-codec.js";
 import type { AppendInput as StoreAppendInput } from "../src/domain/records.js";
 import { defaultConfig, type Config } from "../src/config.js";

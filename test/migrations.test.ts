@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import Database from "better-sqlite3";
-import { migrations } from "../src/store/migrations.js";
+import { migrations } from "../src/store/sqlite/migrations.js";
 import { storeAppend, tempDir, openTestStore } from "./helpers.js";
 
 /** A schema-3 database as the previous release left it: events with text session keys and wire bytes. */

@@ -81,7 +81,7 @@ describe(onBackend("the monitor's scans"), { skip: skipBackend }, () => {
       wrapped,
       new SessionActivity(wrapped, clock),
       clock,
-      { firstTickDelayMs: 86_400_000, tickIntervalMs: 86_400_000, maxLineBytes: 1 << 20, syntheticPrefixes: defaultSyntheticPrefixes, scanTimeoutMs },
+      { maxLineBytes: 1 << 20, syntheticPrefixes: defaultSyntheticPrefixes, scanTimeoutMs },
       createLogger("silent"),
     );
   }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type pg from "pg";
-import { migratePostgres, NewerSchemaError, postgresMigrations } from "../src/store/postgres-schema.js";
+import { migratePostgres, NewerSchemaError, postgresMigrations } from "../src/store/postgres/postgres-schema.js";
 import { connectTestClient, skipWithoutPostgres, startPostgresCluster, type PostgresCluster } from "./postgres-cluster.js";
 
 describe("the PostgreSQL schema", { skip: skipWithoutPostgres() }, () => {

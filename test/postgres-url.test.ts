@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { isPostgresUrl, parsePostgresUrl, redactPostgresUrl } from "../src/store/postgres-url.js";
+import { isPostgresUrl, parsePostgresUrl, redactPostgresUrl } from "../src/store/postgres/postgres-url.js";
 
 describe("PostgreSQL URLs, as libpq takes them", () => {
   test("a SQLite path is not a PostgreSQL URL; both schemes are, in any case", () => {

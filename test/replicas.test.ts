@@ -9,7 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
 import { SessionStateClient, silentLogger } from "../clients/typescript/src/session-state-client.js";
 import { createServiceClient } from "../clients/typescript/src/service-client.js";
-import { postgresMigrations } from "../src/store/postgres-schema.js";
+import { postgresMigrations } from "../src/store/postgres/postgres-schema.js";
 import { ActorType, EventKind, RunOutcome, WatchProvenance } from "../gen/sessionstate/v1/types_pb.js";
 import type { EventKind as KindName } from "../src/domain/event.js";
 import { freshSchema, testCluster } from "./backend.js";
@@ -18,7 +18,7 @@ import { connectTestClient, skipWithoutPostgres, type PostgresCluster } from "./
 import { allEventSequences, connect, goal, human, scrapeMetrics, subscribe, tempDir, type Clients } from "./helpers.js";
 import { freePort, runCli, spawnServer, type ServerProcess } from "./process-helpers.js";
 import { FaultProxy } from "./reliability/fault-proxy.js";
-import { parsePostgresUrl } from "../src/store/postgres-url.js";
+import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
 
 const boss = "agent:main:boss";
 const worker = "agent:main:subagent:worker";

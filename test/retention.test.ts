@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { createLogger } from "../src/logger.js";
-import { Retention } from "../src/store/retention.js";
-import { SqliteStore } from "../src/store/sqlite-store.js";
+import { Retention } from "../src/jobs/retention.js";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { FakeClock, dayMs, goal, startTestServer, storeAppend as input, tempDir, openTestStore } from "./helpers.js";
 
 describe("retention", () => {

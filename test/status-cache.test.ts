@@ -3,7 +3,7 @@ import { describe, test } from "node:test";
 import { toBinary } from "@bufbuild/protobuf";
 import { SessionStatusResponseSchema } from "../gen/sessionstate/v1/reconcile_pb.js";
 import { WireMessage } from "../src/codec/wire-message.js";
-import { ChangeStamps } from "../src/store/change-stamps.js";
+import { ChangeStamps } from "../src/store/sqlite/change-stamps.js";
 import { StatusAnswerCache } from "../src/services/status-cache.js";
 import { goal, metricValue, scrapeMetrics, startTestServer, type TestServer } from "./helpers.js";
 

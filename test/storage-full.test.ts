@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import { defaultConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { startServer } from "../src/server.js";
-import type { SqliteStore } from "../src/store/sqlite-store.js";
+import type { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { assertStatus, connect, goal, status, tempDir } from "./helpers.js";
 
 describe("full storage", () => {

@@ -2,7 +2,7 @@ import type { AppendRequest, SignalLog } from "../../gen/sessionstate/v1/signal_
 import type { Clock } from "../clock.js";
 import { normalizeKey } from "../domain/session-key.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
-import type { Retention } from "../store/retention.js";
+import type { Retention } from "../jobs/retention.js";
 import type { Store } from "../store/store.js";
 import type { AppendOutcome } from "../domain/records.js";
 import type { Logger } from "../logger.js";

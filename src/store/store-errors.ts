@@ -13,7 +13,7 @@ export type StoreFault =
   | "unreachable";
 
 /**
- * Errors meaning the database did not answer: the store's own (store/postgres-database: a deadline passed,
+ * Errors meaning the database did not answer: the store's own (store/postgres/postgres-database: a deadline passed,
  * a connection failed, a COMMIT went unanswered) and the system's, should one reach a caller unwrapped.
  */
 const driverConnectionCodes = new Set([

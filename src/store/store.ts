@@ -20,6 +20,18 @@ import type {
 } from "../domain/records.js";
 
 /**
+ * How durable a commit is before its write is answered. SQLite's `synchronous` setting: NORMAL survives a
+ * process crash, FULL also a power loss; PostgreSQL's `synchronous_commit` follows it.
+ */
+export type Durability = "normal" | "full";
+
+/** A write's result: its own value, and the pairs whose pending notice it opened, changed or closed. */
+export interface WriteResult<T> {
+  value: T;
+  changes: PairChange[];
+}
+
+/**
  * Durable state behind the services. One method per transactional operation; every method is atomic
  * and returns a promise, so a backend that talks to a server can implement the same interface.
  * Expected outcomes are values; only real faults throw.

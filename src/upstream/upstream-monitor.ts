@@ -65,8 +65,6 @@ export const nodeSourcePrefix = "node:";
 
 /** Monitor settings. */
 export interface MonitorSettings {
-  firstTickDelayMs: number;
-  tickIntervalMs: number;
   maxLineBytes: number;
   syntheticPrefixes: readonly string[];
   /** How long one link's scan may read (default 45 s); past it the link waits for the next tick. */
@@ -103,13 +101,12 @@ function dedupeKeyOf(...parts: string[]): string {
 
 /**
  * Watches the upstream sources of adopted sessions for direct human activity (SPEC §8). Ticks run one at
- * a time: on a timer (first after `firstTickDelayMs`, then every `tickIntervalMs`) and on demand. Only
+ * a time, on demand: ScanNow asks for one, and jobs/monitor-job runs them on a timer. Only
  * links of watched sessions are read; sessions with an active run are skipped, and a scan is thrown away
  * if a run started or the link changed while it ran.
  */
 export class UpstreamMonitor {
   private readonly ticks = new SerialQueue();
-  private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   /** Links already reported as having no classifier (once per process, not once per tick). */
   private readonly warnedUnclassifiable = new Set<string>();
@@ -123,30 +120,11 @@ export class UpstreamMonitor {
     private readonly settings: MonitorSettings,
     private readonly log: Logger,
     private readonly metrics?: Metrics,
-    /** For timer-driven ticks: true while this replica may scan its node's links (one replica at a time). */
-    private readonly mayRun: () => Promise<boolean> = async () => true,
   ) {}
 
-  /** Starts the timer. Timers never keep the process alive. */
-  start(): void {
-    const schedule = (delayMs: number): void => {
-      this.timer = setTimeout(() => {
-        this.mayRun()
-          .then((may) => (may ? this.tick() : undefined))
-          .catch((err: unknown) => this.log.error({ err }, "monitor tick failed"))
-          .finally(() => {
-            if (!this.stopped) schedule(this.settings.tickIntervalMs);
-          });
-      }, delayMs);
-      this.timer.unref();
-    };
-    schedule(this.settings.firstTickDelayMs);
-  }
-
-  /** Stops the timer, aborts the scans reading now (their markers stay) and waits for the tick to end. */
+  /** Aborts the scans reading now (their markers stay), refuses further scans and waits for the tick to end. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
     for (const scan of this.scansInFlight) scan.abort();
     await this.ticks.idle();
   }

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import type { SqliteStore } from "../../src/store/sqlite-store.js";
+import type { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { freshSchema, testCluster } from "../backend.js";
 import { assertStatus, connect, goal, human, metricValue, scrapeMetrics, startTestServer, status } from "../helpers.js";
 import { connectTestClient, skipWithoutPostgres } from "../postgres-cluster.js";

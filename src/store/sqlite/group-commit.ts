@@ -1,11 +1,7 @@
 import type Database from "better-sqlite3";
-import type { PairChange } from "../domain/records.js";
+import type { PairChange } from "../../domain/records.js";
+import type { WriteResult } from "../store.js";
 
-/** A write's result: its own value, and the pairs whose pending notice it opened, changed or closed. */
-export interface WriteResult<T> {
-  value: T;
-  changes: PairChange[];
-}
 
 interface QueuedWrite {
   write: () => WriteResult<unknown>;

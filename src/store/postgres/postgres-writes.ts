@@ -1,13 +1,13 @@
 import { performance } from "node:perf_hooks";
-import type { StoredEvent } from "../domain/event.js";
-import type { CursorRecord, PairChange } from "../domain/records.js";
-import type { SessionId } from "../domain/session-key.js";
-import { pairKeyOf } from "../domain/write-rules.js";
-import type { WriteResult } from "./group-commit.js";
-import { extraKindsToColumn } from "./rows.js";
+import type { StoredEvent } from "../../domain/event.js";
+import type { CursorRecord, PairChange } from "../../domain/records.js";
+import type { SessionId } from "../../domain/session-key.js";
+import { pairKeyOf } from "../../domain/write-rules.js";
+import type { WriteResult } from "../store.js";
+import { extraKindsToColumn } from "../rows.js";
 import { sql, type SqlQuery } from "./pg-sql.js";
 import { DatabaseUnreachableError, type PgTransaction, type PostgresDatabase } from "./postgres-database.js";
-import type { StorageTracker } from "./storage-tracker.js";
+import type { StorageTracker } from "../storage-tracker.js";
 
 /** The rows a write will read, named before the transaction so the batch reads them all at once. */
 export interface WriteHints {

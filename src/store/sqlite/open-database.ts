@@ -3,8 +3,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { migrations } from "./migrations.js";
 
-/** SQLite's `synchronous` setting: NORMAL survives a process crash, FULL also a power loss. */
-export type Durability = "normal" | "full";
+import type { Durability } from "../store.js";
 
 /** Thrown when another process already owns the database file. */
 export class DatabaseInUseError extends Error {

@@ -1,9 +1,9 @@
 import type Database from "better-sqlite3";
-import type { StoredEvent } from "../domain/event.js";
-import type { SessionId } from "../domain/session-key.js";
-import type { EventWire, SessionHead } from "../domain/records.js";
+import type { StoredEvent } from "../../domain/event.js";
+import type { SessionId } from "../../domain/session-key.js";
+import type { EventWire, SessionHead } from "../../domain/records.js";
 import { ChangeStamps } from "./change-stamps.js";
-import { eventFromRow, eventsFromConcatenation, headFromRow, type EventRow, type HeadRow } from "./rows.js";
+import { eventFromRow, eventsFromConcatenation, headFromRow, type EventRow, type HeadRow } from "../rows.js";
 
 /** An event about to be pruned: its sequence and its session. */
 interface RemovedRow {

@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import pg from "pg";
-import type { Durability } from "./open-database.js";
+import type { Durability } from "../store.js";
 import { rawSql, type SqlQuery } from "./pg-sql.js";
 import type { PostgresTarget } from "./postgres-url.js";
 

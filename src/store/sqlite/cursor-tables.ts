@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
-import type { SessionId } from "../domain/session-key.js";
-import type { CursorRecord, WatchProvenance } from "../domain/records.js";
-import { cursorFromRow, extraKindsToColumn, topCharacter, type CursorRow } from "./rows.js";
+import type { SessionId } from "../../domain/session-key.js";
+import type { CursorRecord, WatchProvenance } from "../../domain/records.js";
+import { cursorFromRow, extraKindsToColumn, topCharacter, type CursorRow } from "../rows.js";
 
 /** Prepared statements over the `cursors` table. Callers own the transactions. */
 export class CursorTables {

@@ -3,7 +3,8 @@ import type { Clock } from "../clock.js";
 import { SerialQueue } from "../serial-queue.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { Store } from "./store.js";
+import type { Store } from "../store/store.js";
+import { PeriodicJob } from "./periodic-job.js";
 
 /** Retention settings: how long events and untouched cursors live, and how many rows the log keeps. */
 export interface RetentionSettings {
@@ -25,8 +26,8 @@ export interface PruneTotals {
  */
 export class Retention {
   private readonly runs = new SerialQueue();
-  private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private job: PeriodicJob<PruneTotals> | undefined;
 
   constructor(
     private readonly store: Store,
@@ -43,15 +44,15 @@ export class Retention {
    * first run is over (a failure is logged, not thrown). The timer does not keep the process alive.
    */
   start(intervalMs: number): Promise<void> {
-    const run = (): Promise<void> =>
-      this.mayRun()
-        .then(async (may) => {
-          if (may) await this.runNow();
-        })
-        .catch((err: unknown) => this.log.error({ err }, "retention run failed"));
-    this.timer = setInterval(() => void run(), intervalMs);
-    this.timer.unref();
-    return run();
+    this.job = new PeriodicJob({
+      name: "retention",
+      run: () => this.runNow(),
+      firstDelayMs: 0,
+      intervalMs,
+      mayRun: this.mayRun,
+      log: this.log,
+    });
+    return this.job.start();
   }
 
   /** Runs retention to completion (after any run in progress) and reports what it removed. */
@@ -62,7 +63,7 @@ export class Retention {
   /** Stops the timer and waits for a run in progress to finish its current step. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) clearInterval(this.timer);
+    await this.job?.stop();
     await this.runs.idle();
   }
 

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
-import type { SessionId } from "../domain/session-key.js";
-import type { LinkRecord } from "../domain/records.js";
-import { linkFromRow, type LinkRow } from "./rows.js";
+import type { SessionId } from "../../domain/session-key.js";
+import type { LinkRecord } from "../../domain/records.js";
+import { linkFromRow, type LinkRow } from "../rows.js";
 
 /** Prepared statements over the `upstream_links` table. Callers own the transactions. */
 export class LinkTables {

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { PairChange } from "../domain/records.js";
+import type { PairChange } from "../../domain/records.js";
 import { sql } from "./pg-sql.js";
 import { destroyClient, type PostgresDatabase } from "./postgres-database.js";
 

@@ -1,4 +1,4 @@
-import type { SessionId } from "../domain/session-key.js";
+import type { SessionId } from "../../domain/session-key.js";
 
 /** Number of stamp slots; sessions share a slot by hash, which costs a needless miss and nothing else. */
 const slotCount = 4096;

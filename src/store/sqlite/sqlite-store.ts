@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises";
 import type Database from "better-sqlite3";
-import type { EventEncoder, StoredEvent } from "../domain/event.js";
+import type { EventEncoder, StoredEvent } from "../../domain/event.js";
 import type {
   AckInput,
   AckOutcome,
@@ -16,9 +16,9 @@ import type {
   SessionHead,
   SessionStatus,
   WatchRequest,
-} from "../domain/records.js";
-import { watcherIdOfKey, type SessionId } from "../domain/session-key.js";
-import { runFlagAfter, type RunFlag } from "../domain/session-activity.js";
+} from "../../domain/records.js";
+import { watcherIdOfKey, type SessionId } from "../../domain/session-key.js";
+import { runFlagAfter, type RunFlag } from "../../domain/session-activity.js";
 import {
   appendNeedsTargetCursors,
   applyAcks,
@@ -31,20 +31,21 @@ import {
   linkUpdatedAtAfterReset,
   pairChangesOfRemoved,
   watchCursor,
-} from "../domain/write-rules.js";
+} from "../../domain/write-rules.js";
 import { ActivityTables } from "./activity-tables.js";
 import { CursorTables } from "./cursor-tables.js";
 import { EventTables } from "./event-tables.js";
-import { GroupCommit, type WriteResult } from "./group-commit.js";
+import { GroupCommit } from "./group-commit.js";
 import { LinkTables } from "./link-tables.js";
-import { openDatabase, type Durability } from "./open-database.js";
-import { StorageTracker, type StorageObserver } from "./storage-tracker.js";
-import type { Store } from "./store.js";
+import { openDatabase } from "./open-database.js";
+import type { Durability, WriteResult } from "../store.js";
+import { StorageTracker, type StorageObserver } from "../storage-tracker.js";
+import type { Store } from "../store.js";
 
 /**
  * The SQLite backend: SQL and transactions only; every decision is a rule of domain/write-rules. Each
  * method runs one short synchronous transaction (`BEGIN IMMEDIATE` when it writes); appends and acks are
- * group-committed (store/group-commit). Pair changes are announced to feed listeners after the commit.
+ * group-committed (store/sqlite/group-commit). Pair changes are announced to feed listeners after the commit.
  */
 export class SqliteStore implements Store {
   private readonly events: EventTables;

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
-import type { RunFlag } from "../domain/session-activity.js";
-import type { SessionId } from "../domain/session-key.js";
-import { runFlagFromRow, type RunFlagRow } from "./rows.js";
+import type { RunFlag } from "../../domain/session-activity.js";
+import type { SessionId } from "../../domain/session-key.js";
+import { runFlagFromRow, type RunFlagRow } from "../rows.js";
 
 /** Prepared statements over `run_flags` and `own_texts`. Callers own the transactions. */
 export class ActivityTables {

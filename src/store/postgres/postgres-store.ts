@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type { EventEncoder, StoredEvent } from "../domain/event.js";
+import type { EventEncoder, StoredEvent } from "../../domain/event.js";
 import type {
   AckInput,
   AckOutcome,
@@ -15,9 +15,9 @@ import type {
   SessionHead,
   SessionStatus,
   WatchRequest,
-} from "../domain/records.js";
-import { watcherIdOfKey, type SessionId } from "../domain/session-key.js";
-import { runFlagAfter, type RunFlag } from "../domain/session-activity.js";
+} from "../../domain/records.js";
+import { watcherIdOfKey, type SessionId } from "../../domain/session-key.js";
+import { runFlagAfter, type RunFlag } from "../../domain/session-activity.js";
 import {
   appendNeedsTargetCursors,
   applyAcks,
@@ -31,14 +31,14 @@ import {
   pairChangesOfRemoved,
   pairKeyOf,
   watchCursor,
-} from "../domain/write-rules.js";
-import type { Durability } from "./open-database.js";
-import type { WriteResult } from "./group-commit.js";
-import { settleWithin } from "../settle-within.js";
+} from "../../domain/write-rules.js";
+import type { Durability } from "../store.js";
+import type { WriteResult } from "../store.js";
+import { settleWithin } from "../../settle-within.js";
 import { rawSql, sql, type SqlQuery } from "./pg-sql.js";
 import { PostgresDatabase, type PgDeadlines, type PgTransaction } from "./postgres-database.js";
 import { PairChangeFeed } from "./postgres-feed.js";
-import { StorageTracker, type StorageObserver } from "./storage-tracker.js";
+import { StorageTracker, type StorageObserver } from "../storage-tracker.js";
 import { migratePostgres } from "./postgres-schema.js";
 import type { PostgresTarget } from "./postgres-url.js";
 import { dedupeIdOf, dedupeKeyOfId, PgGroupCommit, targetKeyOf, type PgWriteContext, type Prefetched, type WriteHints } from "./postgres-writes.js";
@@ -55,8 +55,8 @@ import {
   type HeadRow,
   type LinkRow,
   type RunFlagRow,
-} from "./rows.js";
-import type { Store } from "./store.js";
+} from "../rows.js";
+import type { Store } from "../store.js";
 
 /** How long the feed's rows are kept: a replica away for longer resynchronises its subscribers instead. */
 const pairChangesKeptMs = 60 * 60 * 1000;
@@ -85,10 +85,10 @@ const eventColumns = `e.sequence, h.namespace, h.agent_id, h.session_key, e.kind
 /**
  * The PostgreSQL backend (SPEC §11): any number of replicas share one schema. SQL and transactions only;
  * every decision is a rule of domain/write-rules, as in SqliteStore. Writes are group-committed under
- * the clock row lock (store/postgres-writes); single-statement reads see one snapshot, and since commit
+ * the clock row lock (store/postgres/postgres-writes); single-statement reads see one snapshot, and since commit
  * order is sequence order, every snapshot holds a gap-free prefix of the log. Pair changes reach this
  * replica's listeners at once after a local commit, and from other replicas through LISTEN/NOTIFY
- * plus a catch-up read (store/postgres-feed).
+ * plus a catch-up read (store/postgres/postgres-feed).
  */
 export class PostgresStore implements Store {
   private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();

@@ -1,0 +1,41 @@
+import type { Logger } from "../logger.js";
+import type { UpstreamMonitor } from "../upstream/upstream-monitor.js";
+import { PeriodicJob } from "./periodic-job.js";
+
+/** When the monitor ticks on its own: first after `firstDelayMs`, then `intervalMs` after each tick ends. */
+export interface MonitorSchedule {
+  firstDelayMs: number;
+  intervalMs: number;
+}
+
+/** The upstream monitor's timer: its ticks as a periodic job, and a stop that also aborts the scans reading now. */
+export class MonitorJob {
+  private readonly job: PeriodicJob<unknown>;
+
+  constructor(
+    private readonly monitor: UpstreamMonitor,
+    schedule: MonitorSchedule,
+    log: Logger,
+    /** True while this replica may scan its node's links (one replica at a time). */
+    mayRun?: () => Promise<boolean>,
+  ) {
+    this.job = new PeriodicJob({
+      name: "monitor tick",
+      run: () => monitor.tick(),
+      firstDelayMs: schedule.firstDelayMs,
+      intervalMs: schedule.intervalMs,
+      log,
+      ...(mayRun === undefined ? {} : { mayRun }),
+    });
+  }
+
+  /** Starts the timer (it never keeps the process alive). */
+  start(): void {
+    void this.job.start();
+  }
+
+  /** Ends the timer, aborts the scans reading now (their markers stay) and waits for the tick to end. */
+  async stop(): Promise<void> {
+    await Promise.all([this.job.stop(), this.monitor.stop()]);
+  }
+}
