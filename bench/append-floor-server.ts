@@ -14,9 +14,9 @@
 import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData } from "@grpc/grpc-js";
 import type { EventFields } from "../src/domain/event.js";
 import { encodeStateEvent } from "../src/codec/event-codec.js";
-import { EventTables } from "../src/store/event-tables.js";
-import { GroupCommit } from "../src/store/group-commit.js";
-import { openDatabase } from "../src/store/open-database.js";
+import { EventTables } from "../src/store/sqlite/event-tables.js";
+import { GroupCommit } from "../src/store/sqlite/group-commit.js";
+import { openDatabase } from "../src/store/sqlite/open-database.js";
 import { rawUnaryMethod } from "./lib.js";
 
 const path = process.argv[2];

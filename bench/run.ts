@@ -17,7 +17,7 @@ import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { SessionStateClient } from "../clients/typescript/src/index.js";
 import { encodeStateEvent } from "../src/codec/event-codec.js";
-import { SqliteStore } from "../src/store/sqlite-store.js";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { atFixedRate, connect, human, metricValue, scrapeMetrics, storeAppend } from "../test/helpers.js";
 import { etcdPutRate, etcdWatchLatency, startEtcd } from "./etcd-peer.js";
 import { grpcBodyFile, h2loadRate, h2loadShape, hasH2load, type H2loadRun } from "./h2load.js";
