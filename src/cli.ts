@@ -4,6 +4,7 @@ import { statusCommand, statusUsage } from "./commands/status-command.js";
 import { tailCommand, tailUsage } from "./commands/tail-command.js";
 import { tokenCommand, tokenUsage } from "./commands/token-command.js";
 import { ConfigError, loadConfig, settingNames } from "./config.js";
+import { asksForHelp, asksForVersion, packageVersion } from "./command-line.js";
 import { createLogger } from "./logger.js";
 import { startServer } from "./server.js";
 import { DatabaseInUseError } from "./store/sqlite/open-database.js";
@@ -14,7 +15,7 @@ flags (each also an environment variable; flags win):
 ${settingNames.map((name) => `  ${name}`).join("\n")}
 `;
 
-const usage = `usage: sessionstate <command>
+const usage = `usage: sessionstate <command> [flags]
 
 commands:
   serve          run the service
@@ -22,11 +23,15 @@ commands:
   tail           follow stale notices
   mcp            serve MCP tools for an agent on stdio (needs @sessionstate/mcp)
   token hash     hash a token for the tokens file
-  help [command]
+  help [command] this text, or a command's usage (as <command> --help prints)
 
-${serveUsage}`;
+flags of every command: --help, -h (its usage), --version
+`;
 
 const usages: Record<string, string> = { serve: serveUsage, status: statusUsage, tail: tailUsage, mcp: mcpUsage, token: tokenUsage };
+
+/** Where a usage error points. */
+const seeHelp = (name: string): string => `see 'sessionstate ${name} --help'\n`;
 
 /** Runs an operator command: usage errors exit 2, RPC failures print the status and exit 1. */
 async function runCommand(name: string, run: () => Promise<number>): Promise<number> {
@@ -34,7 +39,7 @@ async function runCommand(name: string, run: () => Promise<number>): Promise<num
     return await run();
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`sessionstate ${name}: ${err.message}\n\n${usages[name] ?? usage}`);
+      process.stderr.write(`sessionstate ${name}: ${err.message}\n${seeHelp(name)}`);
       return 2;
     }
     const failure = err as { code?: number; details?: string; message?: string };
@@ -46,6 +51,14 @@ async function runCommand(name: string, run: () => Promise<number>): Promise<num
 /** Exit codes: 0 ok, 1 failed to start or run, 2 bad usage or configuration. */
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...args] = argv;
+  // Every command takes --help (and -h) and --version, whatever else its arguments hold.
+  if (command !== undefined && Object.hasOwn(usages, command)) {
+    if (asksForHelp(args)) {
+      process.stdout.write(usages[command]!);
+      return 0;
+    }
+    if (asksForVersion(args)) return printVersion();
+  }
   switch (command) {
     case "serve":
       return serve(args);
@@ -64,13 +77,27 @@ async function main(argv: readonly string[]): Promise<number> {
       return runCommand(command, () => tokenCommand(args, process.stdin, process.stdout));
     case "help":
     case "--help":
-    case "-h":
-      process.stdout.write(usages[args[0] ?? ""] ?? usage);
+    case "-h": {
+      const topic = args[0];
+      if (topic !== undefined && !Object.hasOwn(usages, topic)) {
+        process.stderr.write(`sessionstate help: unknown command "${topic}"\nsee 'sessionstate --help'\n`);
+        return 2;
+      }
+      process.stdout.write(topic === undefined ? usage : usages[topic]!);
       return 0;
+    }
+    case "--version":
+    case "version":
+      return printVersion();
     default:
-      process.stderr.write(command === undefined ? usage : `sessionstate: unknown command "${command}"\n\n${usage}`);
+      process.stderr.write(command === undefined ? usage : `sessionstate: unknown command "${command}"\nsee 'sessionstate --help'\n`);
       return 2;
   }
+}
+
+function printVersion(): number {
+  process.stdout.write(`sessionstate ${packageVersion()}\n`);
+  return 0;
 }
 
 async function serve(args: readonly string[]): Promise<number> {
@@ -79,7 +106,7 @@ async function serve(args: readonly string[]): Promise<number> {
     config = loadConfig(args, process.env);
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`sessionstate: ${err.message}\n`);
+      process.stderr.write(`sessionstate: ${err.message}\n${seeHelp("serve")}`);
       return 2;
     }
     throw err;

@@ -2,6 +2,7 @@ import { readFileSync, realpathSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
+import { describeArgsError } from "./command-line.js";
 import { logLevels, type LogLevel } from "./logger.js";
 import type { Durability } from "./store/store.js";
 import { isValidSchemaName } from "./store/postgres/postgres-schema.js";
@@ -144,7 +145,7 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
     };
     flags = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values as typeof flags;
   } catch (err) {
-    problems.push((err as Error).message);
+    problems.push(describeArgsError(err));
   }
   const raw = (name: SettingName): { value: string; source: string } | undefined => {
     const flag = flags[name];

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
@@ -84,13 +84,47 @@ describe("sessionstate serve", () => {
     assert.match(result.stderr, /SESSIONSTATE_SYNTHETIC_PREFIXES: must be a JSON array of non-empty strings/);
   });
 
-  test("an unknown flag or command is a usage error", async () => {
+  test("an unknown flag or command is a usage error that names it and points at --help", async () => {
     const flag = await runCli(["serve", "--colour", "blue"]);
     assert.equal(flag.code, 2);
-    assert.match(flag.stderr, /--colour/);
+    assert.equal(flag.stderr, "sessionstate: invalid configuration:\n  - unknown flag --colour\nsee 'sessionstate serve --help'\n");
+    const statusFlag = await runCli(["status", "agent:main:main", "--colour"]);
+    assert.deepEqual([statusFlag.code, statusFlag.stderr], [2, "sessionstate status: unknown flag --colour\nsee 'sessionstate status --help'\n"]);
     const command = await runCli(["dance"]);
-    assert.equal(command.code, 2);
-    assert.match(command.stderr, /unknown command "dance"/);
+    assert.deepEqual([command.code, command.stderr], [2, `sessionstate: unknown command "dance"\nsee 'sessionstate --help'\n`]);
+    const topic = await runCli(["help", "dance"]);
+    assert.deepEqual([topic.code, topic.stderr], [2, `sessionstate help: unknown command "dance"\nsee 'sessionstate --help'\n`]);
+  });
+
+  test("--help and -h print each command's usage and exit 0; --version prints the version", async () => {
+    const { version } = JSON.parse(readFileSync(fileURLToPath(new URL("../package.json", import.meta.url)), "utf8")) as { version: string };
+    const firstLines: Record<string, string> = {
+      serve: "usage: sessionstate serve [flags]",
+      status: "usage: sessionstate status <key> [--agent A] [--since V] [--limit N] [--json]",
+      tail: "usage: sessionstate tail (--watcher KEY | --prefix PREFIX)... [--ack] [--json]",
+      mcp: "usage: sessionstate mcp --session KEY",
+      token: "usage: sessionstate token hash < token.txt",
+    };
+    const runs = await Promise.all(
+      Object.keys(firstLines).flatMap((command) => [
+        // Help wins over anything else on the line, even arguments that would be a usage error.
+        ["--help", "-h"].map(async (flag) => [command, flag, await runCli([command, flag, "--colour"])] as const),
+        [["help", command]].map(async (argv) => [command, argv.join(" "), await runCli(argv)] as const),
+      ]).flat(),
+    );
+    for (const [command, how, result] of runs) {
+      assert.equal(result.code, 0, `${command} ${how}: ${result.stderr}`);
+      assert.equal(result.stdout.split("\n")[0], firstLines[command], `${command} ${how}`);
+      assert.equal(result.stderr, "", `${command} ${how}`);
+    }
+    const top = await Promise.all([["--help"], ["-h"], ["help"]].map((argv) => runCli(argv)));
+    for (const result of top) {
+      assert.equal(result.code, 0);
+      assert.match(result.stdout, /^usage: sessionstate <command> \[flags\]\n/);
+      assert.match(result.stdout, /--help, -h \(its usage\), --version/);
+    }
+    const versions = await Promise.all([["--version"], ["version"], ["serve", "--version"], ["status", "--version"]].map((argv) => runCli(argv)));
+    for (const result of versions) assert.deepEqual([result.code, result.stdout, result.stderr], [0, `sessionstate ${version}\n`, ""]);
   });
 
   test("settings come from SESSIONSTATE_* variables, and flags win over them", async () => {

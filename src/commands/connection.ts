@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { SessionStateClient, type ClientOptions } from "../../clients/typescript/src/session-state-client.js";
+import { describeArgsError } from "../command-line.js";
 import { isValidNamespace } from "../domain/session-key.js";
 
 /** Flags every operator command takes to reach the server. */
@@ -33,7 +34,7 @@ export function parseCommandArgs<O extends ParseArgsConfig["options"]>(args: rea
   try {
     return parseArgs({ args: [...args], options, strict: true, allowPositionals: true });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw new UsageError(describeArgsError(err));
   }
 }
 
