@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Etcd3 } from "etcd3";
-import { atFixedRate } from "../test/helpers.js";
+import { atFixedRate } from "../test/support/helpers.js";
 import { cpuSeconds, median, percentile, sleep } from "./lib.js";
 
 /** A running etcd on loopback with a throwaway data directory. */

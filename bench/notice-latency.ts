@@ -2,7 +2,7 @@
  * The append -> notice latency loop of `npm run bench`, shared by the SQLite and the replica rows.
  */
 import { performance } from "node:perf_hooks";
-import { atFixedRate, human, type Clients } from "../test/helpers.js";
+import { atFixedRate, human, type Clients } from "../test/support/helpers.js";
 import { sleep } from "./lib.js";
 
 /**

@@ -11,9 +11,9 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { SessionStatusRequestSchema } from "../gen/sessionstate/v1/reconcile_pb.js";
 import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { SessionStateClient } from "../clients/typescript/src/index.js";
-import { connect, goal, human, type Clients } from "../test/helpers.js";
+import { connect, goal, human, type Clients } from "../test/support/helpers.js";
 import { noticeLatency } from "./notice-latency.js";
-import { startPostgresCluster } from "../test/postgres-cluster.js";
+import { startPostgresCluster } from "../test/support/postgres-cluster.js";
 import { grpcBodyFile, h2loadRate, h2loadShape, hasH2load } from "./h2load.js";
 import { median, percentile, sleep, spawnListening, unaryRate, type Listening } from "./lib.js";
 

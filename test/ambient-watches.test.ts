@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { ActorType, EventKind, RunOutcome, WatchProvenance } from "../gen/sessionstate/v1/types_pb.js";
-import { onBackend, skipBackend } from "./backend.js";
-import { assertStatus, goal, human, startTestServer, status, subscribe, type AppendInit, type TestServer } from "./helpers.js";
+import { onBackend, skipBackend } from "./support/backend.js";
+import { assertStatus, goal, human, startTestServer, status, subscribe, type AppendInit, type TestServer } from "./support/helpers.js";
 
 const W = "agent:main:main";
 const G = "agent:main:group:family";

@@ -6,8 +6,8 @@ import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
 import { createServiceClient } from "../clients/typescript/src/service-client.js";
-import { connect, goal, status, tempDir } from "./helpers.js";
-import { runCli, spawnServer } from "./process-helpers.js";
+import { connect, goal, status, tempDir } from "./support/helpers.js";
+import { runCli, spawnServer } from "./support/process-helpers.js";
 
 describe("sessionstate serve", () => {
   test("prints its real address, serves, and stops cleanly on SIGTERM with the WAL checkpointed", async () => {

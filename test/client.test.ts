@@ -7,8 +7,8 @@ import { promisify } from "node:util";
 import { describe, test } from "node:test";
 import { EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { SessionStateClient } from "../clients/typescript/src/index.js";
-import { assertStatus, goal, human, startTestServer, status } from "./helpers.js";
-import { freePort } from "./process-helpers.js";
+import { assertStatus, goal, human, startTestServer, status } from "./support/helpers.js";
+import { freePort } from "./support/process-helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";

@@ -31,7 +31,7 @@ import { noticeFromCursor } from "../src/domain/notice.js";
 import type { AckOutcome, AppendOutcome, CursorRecord } from "../src/domain/records.js";
 import { encodeVersion2Event } from "../src/store/sqlite/migration-3-wire.js";
 import { migrations } from "../src/store/sqlite/migrations.js";
-import { human, startTestServer, storeAppend, tempDir, openTestStore } from "./helpers.js";
+import { human, startTestServer, storeAppend, tempDir, openTestStore } from "./support/helpers.js";
 
 /** An event with every field set to something other than its default. */
 const event: EventFields = {

@@ -6,8 +6,8 @@ import type { SessionId } from "../src/domain/session-key.js";
 import { createLogger } from "../src/logger.js";
 import { NoticeHub, type NoticeStreamItem } from "../src/notices/notice-hub.js";
 import type { Store } from "../src/store/store.js";
-import { onBackend, openBehaviourStore, skipBackend } from "./backend.js";
-import { storeAppend, tempDir } from "./helpers.js";
+import { onBackend, openBehaviourStore, skipBackend } from "./support/backend.js";
+import { storeAppend, tempDir } from "./support/helpers.js";
 
 const worker: SessionId = { namespace: "default", agentId: "ops", key: "agent:ops:worker" };
 const boss = "agent:main:boss";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import type { AppendInput } from "../src/domain/records.js";
-import { storeAppend, tempDir, openTestStore } from "./helpers.js";
+import { storeAppend, tempDir, openTestStore } from "./support/helpers.js";
 
 describe("group commit", () => {
   test("appends committed together stay isolated: a failing one rolls back alone, in order", async () => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { assertStatus, connect, goal, human, metricValue, scrapeMetrics, startTestServer, status, subscribe } from "./helpers.js";
+import { assertStatus, connect, goal, human, metricValue, scrapeMetrics, startTestServer, status, subscribe } from "./support/helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";

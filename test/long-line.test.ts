@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import { EventKind } from "../gen/sessionstate/v1/types_pb.js";
-import { runProgram } from "./process-helpers.js";
+import { runProgram } from "./support/process-helpers.js";
 
 const probe = fileURLToPath(new URL("./probes/long-line-probe.ts", import.meta.url));
 

@@ -8,8 +8,8 @@ import { after, before, describe, test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
-import { binPath } from "./process-helpers.js";
-import { startTestServer, type TestServer } from "./helpers.js";
+import { binPath } from "./support/process-helpers.js";
+import { startTestServer, type TestServer } from "./support/helpers.js";
 
 const agent = "agent:main:main";
 const worker = "agent:main:subagent:worker";

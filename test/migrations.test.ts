@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import Database from "better-sqlite3";
 import { migrations } from "../src/store/sqlite/migrations.js";
-import { storeAppend, tempDir, openTestStore } from "./helpers.js";
+import { storeAppend, tempDir, openTestStore } from "./support/helpers.js";
 
 /** A schema-3 database as the previous release left it: events with text session keys and wire bytes. */
 function createVersion3(path: string): Map<number, Buffer> {

@@ -17,8 +17,8 @@ import type { Store } from "../src/store/store.js";
 import { defaultSyntheticPrefixes } from "../src/upstream/claude-classifier.js";
 import { SessionActivity } from "../src/upstream/session-activity.js";
 import { UpstreamMonitor } from "../src/upstream/upstream-monitor.js";
-import { onBackend, openBehaviourStore, skipBackend } from "./backend.js";
-import { storeAppend, tempDir } from "./helpers.js";
+import { onBackend, openBehaviourStore, skipBackend } from "./support/backend.js";
+import { storeAppend, tempDir } from "./support/helpers.js";
 
 const S: SessionId = { namespace: "default", agentId: "main", key: "agent:main:adopted" };
 const W = "agent:main:main";

@@ -18,9 +18,9 @@ import { EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { Upstream } from "../gen/sessionstate/v1/upstream_pb.js";
 import { Watch } from "../gen/sessionstate/v1/watch_pb.js";
 import { hashToken } from "../src/rpc/tokens.js";
-import { onBackend, skipBackend, testBackend, testCluster } from "./backend.js";
-import { assertStatus, goal, human, startTestServer, status, subscribe, tempDir, type TestServer } from "./helpers.js";
-import { connectTestClient } from "./postgres-cluster.js";
+import { onBackend, skipBackend, testBackend, testCluster } from "./support/backend.js";
+import { assertStatus, goal, human, startTestServer, status, subscribe, tempDir, type TestServer } from "./support/helpers.js";
+import { connectTestClient } from "./support/postgres-cluster.js";
 
 const W = "agent:main:main";
 const T = "agent:main:subagent:worker";

@@ -4,7 +4,7 @@ import { describe, test } from "node:test";
 import { setImmediate as tick } from "node:timers/promises";
 import { createLogger } from "../src/logger.js";
 import { NoticeHub, type NoticeStreamItem } from "../src/notices/notice-hub.js";
-import { storeAppend, tempDir, openTestStore } from "./helpers.js";
+import { storeAppend, tempDir, openTestStore } from "./support/helpers.js";
 
 const humanTurn = (key: string, nowMs: number) => storeAppend(key, nowMs, "human_direct_message");
 

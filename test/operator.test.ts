@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { goal, human, startTestServer } from "./helpers.js";
-import { binPath, runCli } from "./process-helpers.js";
+import { goal, human, startTestServer } from "./support/helpers.js";
+import { binPath, runCli } from "./support/process-helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { connectTestClient, skipWithoutPostgres, startPostgresCluster } from "./postgres-cluster.js";
+import { connectTestClient, skipWithoutPostgres, startPostgresCluster } from "./support/postgres-cluster.js";
 
 describe("the throwaway PostgreSQL cluster of the tests", { skip: skipWithoutPostgres() }, () => {
   test("starts, answers over its unix socket with the driver's int8 as numbers, stops, starts again and goes away", async () => {

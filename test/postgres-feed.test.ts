@@ -14,10 +14,10 @@ import { createLogger } from "../src/logger.js";
 import { NoticeHub, type NoticeStreamItem } from "../src/notices/notice-hub.js";
 import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
-import { freshSchema, testCluster } from "./backend.js";
-import { storeAppend } from "./helpers.js";
-import { connectTestClient, skipWithoutPostgres } from "./postgres-cluster.js";
-import { FaultProxy } from "./reliability/fault-proxy.js";
+import { freshSchema, testCluster } from "./support/backend.js";
+import { storeAppend } from "./support/helpers.js";
+import { connectTestClient, skipWithoutPostgres } from "./support/postgres-cluster.js";
+import { FaultProxy } from "./support/fault-proxy.js";
 
 async function openStore(schema: string, url = testCluster().url): Promise<PostgresStore> {
   return PostgresStore.open({

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type pg from "pg";
 import { migratePostgres, NewerSchemaError, postgresMigrations } from "../src/store/postgres/postgres-schema.js";
-import { connectTestClient, skipWithoutPostgres, startPostgresCluster, type PostgresCluster } from "./postgres-cluster.js";
+import { connectTestClient, skipWithoutPostgres, startPostgresCluster, type PostgresCluster } from "./support/postgres-cluster.js";
 
 describe("the PostgreSQL schema", { skip: skipWithoutPostgres() }, () => {
   let cluster: PostgresCluster;

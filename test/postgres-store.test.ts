@@ -8,9 +8,9 @@ import { encodeStateEvent } from "../src/codec/event-codec.js";
 import { storeFaultOf } from "../src/store/store-errors.js";
 import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
-import { freshSchema, testCluster } from "./backend.js";
-import { connectTestClient, skipWithoutPostgres } from "./postgres-cluster.js";
-import { storeAppend } from "./helpers.js";
+import { freshSchema, testCluster } from "./support/backend.js";
+import { connectTestClient, skipWithoutPostgres } from "./support/postgres-cluster.js";
+import { storeAppend } from "./support/helpers.js";
 
 async function openStore(schema = freshSchema()): Promise<PostgresStore> {
   return PostgresStore.open({

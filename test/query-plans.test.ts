@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { test } from "node:test";
 import Database from "better-sqlite3";
-import { openTestStore, tempDir } from "./helpers.js";
+import { openTestStore, tempDir } from "./support/helpers.js";
 
 /**
  * Statements that read a whole namespace (or table) on purpose, each with why it may. Anything else must

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
-import { onBackend, openBehaviourStore, skipBackend } from "./backend.js";
-import { assertStatus, dayMs, goal, startTestServer, status, storeAppend, tempDir, type TestServer } from "./helpers.js";
+import { onBackend, openBehaviourStore, skipBackend } from "./support/backend.js";
+import { assertStatus, dayMs, goal, startTestServer, status, storeAppend, tempDir, type TestServer } from "./support/helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";

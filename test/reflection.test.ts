@@ -3,7 +3,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
-import { goal, startTestServer, type TestServer } from "./helpers.js";
+import { goal, startTestServer, type TestServer } from "./support/helpers.js";
 
 const buf = fileURLToPath(new URL("../node_modules/.bin/buf", import.meta.url));
 const run = promisify(execFile);

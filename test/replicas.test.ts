@@ -12,12 +12,12 @@ import { createServiceClient } from "../clients/typescript/src/service-client.js
 import { postgresMigrations } from "../src/store/postgres/postgres-schema.js";
 import { ActorType, EventKind, RunOutcome, WatchProvenance } from "../gen/sessionstate/v1/types_pb.js";
 import type { EventKind as KindName } from "../src/domain/event.js";
-import { freshSchema, testCluster } from "./backend.js";
-import { ReferenceModel } from "./reference-model.js";
-import { connectTestClient, skipWithoutPostgres, type PostgresCluster } from "./postgres-cluster.js";
-import { allEventSequences, connect, goal, human, scrapeMetrics, subscribe, tempDir, type Clients } from "./helpers.js";
-import { freePort, runCli, spawnServer, type ServerProcess } from "./process-helpers.js";
-import { FaultProxy } from "./reliability/fault-proxy.js";
+import { freshSchema, testCluster } from "./support/backend.js";
+import { ReferenceModel } from "./support/reference-model.js";
+import { connectTestClient, skipWithoutPostgres, type PostgresCluster } from "./support/postgres-cluster.js";
+import { allEventSequences, connect, goal, human, scrapeMetrics, subscribe, tempDir, type Clients } from "./support/helpers.js";
+import { freePort, runCli, spawnServer, type ServerProcess } from "./support/process-helpers.js";
+import { FaultProxy } from "./support/fault-proxy.js";
 import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
 
 const boss = "agent:main:boss";

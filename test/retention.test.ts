@@ -4,7 +4,7 @@ import { describe, test } from "node:test";
 import { createLogger } from "../src/logger.js";
 import { Retention } from "../src/jobs/retention.js";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
-import { FakeClock, dayMs, goal, startTestServer, storeAppend as input, tempDir, openTestStore } from "./helpers.js";
+import { FakeClock, dayMs, goal, startTestServer, storeAppend as input, tempDir, openTestStore } from "./support/helpers.js";
 
 describe("retention", () => {
   test("a small row cap keeps exactly the newest rows and raises watermarks", async () => {

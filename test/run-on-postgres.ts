@@ -4,7 +4,7 @@
  * `SESSIONSTATE_REQUIRE_POSTGRES=1` (CI), which makes that a failure.
  */
 import { spawnSync } from "node:child_process";
-import { noPostgresMessage, postgresBinDir, postgresRequired } from "./postgres-cluster.js";
+import { noPostgresMessage, postgresBinDir, postgresRequired } from "./support/postgres-cluster.js";
 
 /** The files that hold the behaviour suite; each runs unchanged on either backend. */
 const behaviourFiles = [
@@ -30,7 +30,7 @@ if (postgresBinDir() === undefined) {
   console.log(noPostgresMessage);
   process.exit(0);
 }
-const run = spawnSync(process.execPath, ["--import", "tsx", "--test", ...process.argv.slice(2), ...behaviourFiles], {
+const run = spawnSync(process.execPath, ["--import", "tsx", "--import", "./test/support/leak-check.ts", "--test", ...process.argv.slice(2), ...behaviourFiles], {
   stdio: "inherit",
   env: { ...process.env, SESSIONSTATE_TEST_BACKEND: "postgres" },
 });

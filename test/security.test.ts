@@ -8,9 +8,9 @@ import { Reconcile } from "../gen/sessionstate/v1/reconcile_pb.js";
 import { SessionStateClient } from "../clients/typescript/src/session-state-client.js";
 import { createServiceClient } from "../clients/typescript/src/service-client.js";
 import { hashToken } from "../src/rpc/tokens.js";
-import { assertStatus, goal, human, startTestServer, status, tempDir, type TestServer } from "./helpers.js";
-import { runCli, spawnServer } from "./process-helpers.js";
-import { makeTestPki, type TestPki } from "./tls-helpers.js";
+import { assertStatus, goal, human, startTestServer, status, tempDir, type TestServer } from "./support/helpers.js";
+import { runCli, spawnServer } from "./support/process-helpers.js";
+import { makeTestPki, type TestPki } from "./support/tls-helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { ActorType, EventKind, RunOutcome } from "../gen/sessionstate/v1/types_pb.js";
-import { assertStatus, dayMs, goal, startTestServer, status, type AppendInit, type TestServer } from "./helpers.js";
+import { assertStatus, dayMs, goal, startTestServer, status, type AppendInit, type TestServer } from "./support/helpers.js";
 
 const W = "agent:main:main";
 

@@ -5,7 +5,7 @@ import { SessionStatusResponseSchema } from "../gen/sessionstate/v1/reconcile_pb
 import { WireMessage } from "../src/codec/wire-message.js";
 import { ChangeStamps } from "../src/store/sqlite/change-stamps.js";
 import { StatusAnswerCache } from "../src/services/status-cache.js";
-import { goal, metricValue, scrapeMetrics, startTestServer, type TestServer } from "./helpers.js";
+import { goal, metricValue, scrapeMetrics, startTestServer, type TestServer } from "./support/helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";

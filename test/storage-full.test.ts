@@ -6,7 +6,7 @@ import { defaultConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { startServer } from "../src/server.js";
 import type { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
-import { assertStatus, connect, goal, status, tempDir } from "./helpers.js";
+import { assertStatus, connect, goal, status, tempDir } from "./support/helpers.js";
 
 describe("full storage", () => {
   test("a full disk is logged once when writes start failing and once when they succeed again, and refusals are counted", async () => {

@@ -13,7 +13,7 @@ import { EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { defaultSyntheticPrefixes } from "../src/upstream/claude-classifier.js";
 import { JsonSkimmer } from "../src/upstream/json-skim.js";
 import { classifierForCatalog, classifyLine, classifySkimmed, parseRow } from "../src/upstream/transcript-catalogs.js";
-import { metricValue, scrapeMetrics, startTestServer, tempDir } from "./helpers.js";
+import { metricValue, scrapeMetrics, startTestServer, tempDir } from "./support/helpers.js";
 
 interface Label {
   human: boolean;

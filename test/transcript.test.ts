@@ -9,7 +9,7 @@ import { classifyLine } from "../src/upstream/transcript-catalogs.js";
 import { type LineSink, readCompleteLines } from "../src/upstream/transcript-reader.js";
 import { normalizeUserText, SessionActivity } from "../src/upstream/session-activity.js";
 import { loadConfig } from "../src/config.js";
-import { FakeClock, openTestStore, tempDir } from "./helpers.js";
+import { FakeClock, openTestStore, tempDir } from "./support/helpers.js";
 
 const classifyWithPrefixes = (row: unknown, syntheticPrefixes: readonly string[]) =>
   classifyLine(claudeClassifier, typeof row === "string" ? row : JSON.stringify(row), { syntheticPrefixes });

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, test } from "node:test";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
 import { RemoteItemKind } from "../gen/sessionstate/v1/upstream_pb.js";
-import { assertStatus, dayMs, metricValue, scrapeMetrics, startTestServer, status, subscribe, tempDir, type TestServer } from "./helpers.js";
+import { assertStatus, dayMs, metricValue, scrapeMetrics, startTestServer, status, subscribe, tempDir, type TestServer } from "./support/helpers.js";
 import type { Store } from "../src/store/store.js";
 
 const S = "agent:main:adopted";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { connect, human, NoticeStreamChecker, reconcileEveryCursor, startTestServer } from "./helpers.js";
+import { connect, human, NoticeStreamChecker, reconcileEveryCursor, startTestServer } from "./support/helpers.js";
 
 /** Polls `condition` every few milliseconds until it holds; fails after `timeoutMs`. */
 async function eventually(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {

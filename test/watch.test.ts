@@ -12,7 +12,7 @@ import {
   subscribe,
   type AppendInit,
   type TestServer,
-} from "./helpers.js";
+} from "./support/helpers.js";
 
 const W = "agent:main:main";
 const P = "agent:main:subagent:parent";

@@ -3,7 +3,7 @@ import { describe, test } from "node:test";
 import type { EventKind } from "../src/domain/event.js";
 import type { AckInput, AppendInput, CursorRecord, LinkRecord, PairChange } from "../src/domain/records.js";
 import type { SessionId } from "../src/domain/session-key.js";
-import { ReferenceModel } from "./reference-model.js";
+import { ReferenceModel } from "./support/reference-model.js";
 import {
   appendNeedsTargetCursors,
   applyAcks,

@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { runProgram, spawnServer, type ServerProcess } from "../process-helpers.js";
-import { tempDir } from "../helpers.js";
+import { runProgram, spawnServer, type ServerProcess } from "../support/process-helpers.js";
+import { tempDir } from "../support/helpers.js";
 import { emptyProject, npmInstall, pack, repoRoot } from "./package-helpers.js";
 
 describe("the @sessionstate/client package", () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runProgram } from "../process-helpers.js";
+import { runProgram } from "../support/process-helpers.js";
 
 export const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
 

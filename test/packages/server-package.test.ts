@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { runProgram, spawnServer } from "../process-helpers.js";
-import { tempDir } from "../helpers.js";
+import { runProgram, spawnServer } from "../support/process-helpers.js";
+import { tempDir } from "../support/helpers.js";
 import { pack, repoRoot } from "./package-helpers.js";
 
 test("npm install -g of the packed server (with the client and MCP packs) gives a sessionstate that lists its commands, serves, runs compiled code only, and serves MCP", async () => {

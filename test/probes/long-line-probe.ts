@@ -6,7 +6,7 @@
  */
 import { closeSync, openSync, realpathSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { startTestServer, tempDir } from "../helpers.js";
+import { startTestServer, tempDir } from "../support/helpers.js";
 
 const lineBytes = Number(process.env.PROBE_LINE_MIB ?? 100) * 1024 * 1024;
 const root = tempDir();

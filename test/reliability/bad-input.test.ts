@@ -9,8 +9,8 @@ import { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { AppendBatchResponseSchema, SignalLog } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import { Upstream } from "../../gen/sessionstate/v1/upstream_pb.js";
 import { Watch } from "../../gen/sessionstate/v1/watch_pb.js";
-import { assertNoInternals, connect, goal, human, tempDir } from "../helpers.js";
-import { spawnServer, type ServerProcess } from "../process-helpers.js";
+import { assertNoInternals, connect, goal, human, tempDir } from "../support/helpers.js";
+import { spawnServer, type ServerProcess } from "../support/process-helpers.js";
 
 /** A logical checksum of every table, independent of page layout and WAL state. */
 function checksum(path: string): string {

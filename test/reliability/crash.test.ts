@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { allEventSequences, connect, human, tempDir } from "../helpers.js";
-import { spawnServer } from "../process-helpers.js";
+import { allEventSequences, connect, human, tempDir } from "../support/helpers.js";
+import { spawnServer } from "../support/process-helpers.js";
 
 const watchers = ["agent:main:w1", "agent:main:w2", "agent:main:subagent:w3"];
 const targets = Array.from({ length: 5 }, (_, i) => `agent:main:subagent:t${i}`);

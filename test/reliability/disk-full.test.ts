@@ -5,10 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import type { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { freshSchema, testCluster } from "../backend.js";
-import { assertStatus, connect, goal, human, metricValue, scrapeMetrics, startTestServer, status } from "../helpers.js";
-import { connectTestClient, skipWithoutPostgres } from "../postgres-cluster.js";
-import { freePort, spawnServer } from "../process-helpers.js";
+import { freshSchema, testCluster } from "../support/backend.js";
+import { assertStatus, connect, goal, human, metricValue, scrapeMetrics, startTestServer, status } from "../support/helpers.js";
+import { connectTestClient, skipWithoutPostgres } from "../support/postgres-cluster.js";
+import { freePort, spawnServer } from "../support/process-helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";

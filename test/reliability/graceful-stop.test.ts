@@ -3,8 +3,8 @@ import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { connect, human, status, tempDir } from "../helpers.js";
-import { spawnServer } from "../process-helpers.js";
+import { connect, human, status, tempDir } from "../support/helpers.js";
+import { spawnServer } from "../support/process-helpers.js";
 
 describe("graceful stop", () => {
   test("SIGTERM with 100 open streams and appends in flight: each append is stored or UNAVAILABLE, exit 0, WAL checkpointed", async () => {

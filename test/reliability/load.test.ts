@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { describe, test } from "node:test";
-import { connect, human, NoticeStreamChecker, reconcileEveryCursor, tempDir } from "../helpers.js";
-import { spawnServer } from "../process-helpers.js";
-import { durationMs, percentile } from "./reliability-helpers.js";
+import { connect, human, NoticeStreamChecker, reconcileEveryCursor, tempDir } from "../support/helpers.js";
+import { spawnServer } from "../support/process-helpers.js";
+import { durationMs, percentile } from "../support/reliability-helpers.js";
 
 const watchers = Array.from({ length: 20 }, (_, i) => `agent:main:w${i}`);
 const targets = Array.from({ length: 50 }, (_, i) => `agent:main:subagent:t${i}`);

@@ -7,10 +7,10 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SessionStateClient } from "../../clients/typescript/src/session-state-client.js";
-import { freshSchema, testCluster } from "../backend.js";
-import { allEventSequences, connect, human, subscribe } from "../helpers.js";
-import { skipWithoutPostgres } from "../postgres-cluster.js";
-import { freePort, spawnServer, type ServerProcess } from "../process-helpers.js";
+import { freshSchema, testCluster } from "../support/backend.js";
+import { allEventSequences, connect, human, subscribe } from "../support/helpers.js";
+import { skipWithoutPostgres } from "../support/postgres-cluster.js";
+import { freePort, spawnServer, type ServerProcess } from "../support/process-helpers.js";
 
 const watchers = ["agent:main:w1", "agent:main:w2", "agent:main:subagent:w3"];
 const targets = Array.from({ length: 5 }, (_, i) => `agent:main:subagent:t${i}`);

@@ -25,12 +25,12 @@ import { performance } from "node:perf_hooks";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { createServiceClient } from "../../clients/typescript/src/service-client.js";
 import type { StaleNotice } from "../../gen/sessionstate/v1/watch_pb.js";
-import { freshSchema, testCluster } from "../backend.js";
-import { allEventSequences, connect, human, status, type Clients } from "../helpers.js";
-import { skipWithoutPostgres, type PostgresCluster } from "../postgres-cluster.js";
-import { freePort, spawnServer, type ServerProcess } from "../process-helpers.js";
-import { FaultProxy } from "./fault-proxy.js";
-import { durationMs, percentile } from "./reliability-helpers.js";
+import { freshSchema, testCluster } from "../support/backend.js";
+import { allEventSequences, connect, human, status, type Clients } from "../support/helpers.js";
+import { skipWithoutPostgres, type PostgresCluster } from "../support/postgres-cluster.js";
+import { freePort, spawnServer, type ServerProcess } from "../support/process-helpers.js";
+import { FaultProxy } from "../support/fault-proxy.js";
+import { durationMs, percentile } from "../support/reliability-helpers.js";
 
 const faultMs = durationMs("FAULT_MS", 5000);
 const watchers = ["agent:main:w0", "agent:main:w1"];

@@ -4,9 +4,9 @@ import type { Readable } from "node:stream";
 import { performance } from "node:perf_hooks";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { atFixedRate, connect, human, tempDir, type Clients } from "../helpers.js";
-import { spawnServer } from "../process-helpers.js";
-import { durationMs, percentile, rssMb } from "./reliability-helpers.js";
+import { atFixedRate, connect, human, tempDir, type Clients } from "../support/helpers.js";
+import { spawnServer } from "../support/process-helpers.js";
+import { durationMs, percentile, rssMb } from "../support/reliability-helpers.js";
 
 const stalled = "agent:main:stalled";
 const fast = "agent:main:fast";

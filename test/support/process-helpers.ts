@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
 /** The real program, as users run it. */
-export const binPath = fileURLToPath(new URL("../bin/sessionstate.js", import.meta.url));
+export const binPath = fileURLToPath(new URL("../../bin/sessionstate.js", import.meta.url));
 
 /** A TCP port on 127.0.0.1 that was free a moment ago (for a server that must keep its port across restarts). */
 export async function freePort(): Promise<number> {

@@ -4,12 +4,12 @@
  * one throwaway cluster serves the whole test file, and every store or server gets a schema of its own.
  */
 import { join } from "node:path";
-import { encodeStateEvent } from "../src/codec/event-codec.js";
-import type { EventEncoder } from "../src/domain/event.js";
-import { PostgresStore } from "../src/store/postgres/postgres-store.js";
-import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
-import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
-import type { Store } from "../src/store/store.js";
+import { encodeStateEvent } from "../../src/codec/event-codec.js";
+import type { EventEncoder } from "../../src/domain/event.js";
+import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
+import { parsePostgresUrl } from "../../src/store/postgres/postgres-url.js";
+import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { Store } from "../../src/store/store.js";
 import { skipWithoutPostgres, startPostgresCluster, type PostgresCluster } from "./postgres-cluster.js";
 
 export type BackendName = "sqlite" | "postgres";

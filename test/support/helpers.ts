@@ -3,27 +3,26 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { after } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Client, credentials, type ServiceError as GrpcError, status } from "@grpc/grpc-js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { type AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
-import { ActorType, EventKind } from "../gen/sessionstate/v1/types_pb.js";
-import { Reconcile } from "../gen/sessionstate/v1/reconcile_pb.js";
-import { SignalLog } from "../gen/sessionstate/v1/signal_log_pb.js";
-import { Upstream } from "../gen/sessionstate/v1/upstream_pb.js";
-import { Watch } from "../gen/sessionstate/v1/watch_pb.js";
-import type { StaleNotice, SubscribeStaleNoticesResponse } from "../gen/sessionstate/v1/watch_pb.js";
-import { createServiceClient, type ServerStreamCall } from "../clients/typescript/src/service-client.js";
-import type { Clock } from "../src/clock.js";
-import { agentIdOfKey } from "../src/domain/session-key.js";
-import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
-import { encodeStateEvent } from "../src/codec/event-codec.js";
-import type { AppendInput as StoreAppendInput } from "../src/domain/records.js";
-import { defaultConfig, type Config } from "../src/config.js";
-import { createLogger } from "../src/logger.js";
-import { startServer, type RunningServer } from "../src/server.js";
-import type { Store } from "../src/store/store.js";
+import { type AppendRequestSchema } from "../../gen/sessionstate/v1/signal_log_pb.js";
+import { ActorType, EventKind } from "../../gen/sessionstate/v1/types_pb.js";
+import { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
+import { SignalLog } from "../../gen/sessionstate/v1/signal_log_pb.js";
+import { Upstream } from "../../gen/sessionstate/v1/upstream_pb.js";
+import { Watch } from "../../gen/sessionstate/v1/watch_pb.js";
+import type { StaleNotice, SubscribeStaleNoticesResponse } from "../../gen/sessionstate/v1/watch_pb.js";
+import { createServiceClient, type ServerStreamCall } from "../../clients/typescript/src/service-client.js";
+import type { Clock } from "../../src/clock.js";
+import { agentIdOfKey } from "../../src/domain/session-key.js";
+import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { encodeStateEvent } from "../../src/codec/event-codec.js";
+import type { AppendInput as StoreAppendInput } from "../../src/domain/records.js";
+import { defaultConfig, type Config } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { startServer, type RunningServer } from "../../src/server.js";
+import type { Store } from "../../src/store/store.js";
 import { testBackend, testDatabase } from "./backend.js";
 
 export { status };
@@ -113,25 +112,6 @@ export class NoticeStreamChecker {
     while (this.acks.size > 0) await Promise.all([...this.acks]);
   }
 }
-
-/** Handles that mean a test left a network resource or a child process open. */
-const leakedHandleKinds = new Set(["TCPSocketWrap", "TCPServerWrap", "TCPWRAP", "ProcessWrap", "Http2Session"]);
-
-/**
- * After the last test of a file: every socket, listener and child process a test opened must be closed.
- * Otherwise the file fails (and exits, rather than hanging on the open handle for ever).
- */
-after(async () => {
-  const deadline = Date.now() + 2000;
-  let leaked = process.getActiveResourcesInfo().filter((kind) => leakedHandleKinds.has(kind));
-  while (leaked.length > 0 && Date.now() < deadline) {
-    await sleep(20);
-    leaked = process.getActiveResourcesInfo().filter((kind) => leakedHandleKinds.has(kind));
-  }
-  if (leaked.length === 0) return;
-  setTimeout(() => process.exit(1), 500).unref();
-  throw new Error(`the tests left open at teardown: ${leaked.join(", ")} (close every client, stream, server and child)`);
-});
 
 /** A clock the test moves by hand. */
 export class FakeClock implements Clock {

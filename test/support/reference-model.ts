@@ -1,4 +1,4 @@
-import { effectOfKind, type EventKind } from "../src/domain/event.js";
+import { effectOfKind, type EventKind } from "../../src/domain/event.js";
 
 type Provenance = "explicit" | "ambient";
 

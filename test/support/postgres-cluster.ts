@@ -9,7 +9,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, chmodSync } fr
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
+import { parsePostgresUrl } from "../../src/store/postgres/postgres-url.js";
 
 /** The newest installed PostgreSQL's bin directory (Debian: /usr/lib/postgresql/<major>/bin), if any. */
 export function postgresBinDir(): string | undefined {
