@@ -33,7 +33,7 @@ const notServing: Status = { code: GrpcStatus.UNAVAILABLE, details: "database un
 /** Options of the edge: authentication, stream limits and call observation. */
 export interface RpcEdgeOptions {
   /** Resolves a bearer token to its principal (`undefined`: unknown). Absent: authentication is off. */
-  authenticate?: (token: string) => Principal | undefined;
+  authenticate?: ((token: string) => Principal | undefined) | undefined;
   /** Most server streams open at once on one connection. */
   maxStreamsPerConnection: number;
   /** Most server streams open at once in total. */

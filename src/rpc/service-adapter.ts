@@ -11,7 +11,7 @@ export interface CallContext {
   /** The full method path, for example `/sessionstate.v1.SignalLog/Append`. */
   readonly method: string;
   /** The authenticated caller; `undefined` when authentication is off (or for public services). */
-  readonly principal?: Principal;
+  readonly principal: Principal | undefined;
   /**
    * The namespace the request is in (metadata `sessionstate-namespace`, absent: `default`), already
    * checked against the principal's. Every session the request names is in it (SPEC §12.1).

@@ -41,7 +41,7 @@ export function agentPageOf(
   context: CallContext,
   request: { agentId: string; pageSize: number; pageToken: string },
   what: string,
-): { agentId?: string; limit: number; after?: SessionId } {
+): { agentId: string | undefined; limit: number; after: SessionId | undefined } {
   const agentId = request.agentId.trim() === "" ? undefined : normalizeAgentId("agent_id", request.agentId);
   if (agentId === undefined) requireAdmin(context, `${what} across agents`);
   else authorizeAgents(context, [agentId]);

@@ -25,6 +25,16 @@ import type {
  */
 export type Durability = "normal" | "full";
 
+/** Which cursors ListWatches pages through: a namespace's, by provenance, watcher and/or target, after a (watcher, target) position. */
+export interface WatchFilter {
+  namespace: string;
+  provenance?: WatchProvenance | undefined;
+  watcherKey?: string | undefined;
+  target?: SessionId | undefined;
+  after?: readonly [string, string, string] | undefined;
+  limit: number;
+}
+
 /** A write's result: its own value, and the pairs whose pending notice it opened, changed or closed. */
 export interface WriteResult<T> {
   value: T;
@@ -48,7 +58,7 @@ export interface Store {
    */
   statusStamp?(session: SessionId): number;
   /** Sessions of a namespace with a head, ordered by (agent id, key), strictly after `after`. */
-  listSessions(filter: { namespace: string; agentId?: string; after?: SessionId; limit: number }): Promise<SessionHead[]>;
+  listSessions(filter: { namespace: string; agentId?: string | undefined; after?: SessionId | undefined; limit: number }): Promise<SessionHead[]>;
   /** The state version of each session, `undefined` where it has no head; same order as asked. */
   getStateVersions(sessions: readonly SessionId[]): Promise<(number | undefined)[]>;
   /** Removes a session's events, head, upstream link, run flag, own texts and cursors in both directions. */
@@ -61,14 +71,7 @@ export interface Store {
   /** Removes a pair's cursor; true when there was one. */
   unwatch(watcherKey: string, target: SessionId): Promise<boolean>;
   /** A page of a namespace's cursors, filtered by watcher and/or target, ordered by (watcher, target), strictly after `after`. */
-  listWatches(filter: {
-    namespace: string;
-    provenance?: WatchProvenance;
-    watcherKey?: string;
-    target?: SessionId;
-    after?: readonly [string, string, string];
-    limit: number;
-  }): Promise<CursorRecord[]>;
+  listWatches(filter: WatchFilter): Promise<CursorRecord[]>;
   /**
    * Removes every cursor a watcher of `namespace` holds; returns how many. The watcher's own upstream link,
    * if it has one, gets a later update time, so a scan of it in flight is discarded (SPEC §12.4).
@@ -99,7 +102,7 @@ export interface Store {
   /** The link of a session, if any. */
   getLink(session: SessionId): Promise<LinkRecord | undefined>;
   /** A page of a namespace's links ordered by (agent id, key), strictly after `after`. */
-  listLinks(filter: { namespace: string; agentId?: string; after?: SessionId; limit: number }): Promise<LinkRecord[]>;
+  listLinks(filter: { namespace: string; agentId?: string | undefined; after?: SessionId | undefined; limit: number }): Promise<LinkRecord[]>;
   /** Links whose session is the target of at least one cursor: in `namespace`, or in every namespace. */
   watchedLinks(namespace?: string): Promise<LinkRecord[]>;
   /**

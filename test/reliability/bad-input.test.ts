@@ -182,7 +182,7 @@ describe("bad input", () => {
           bytes = Buffer.from(encoded);
         }
         const pass = (b: Buffer) => b;
-        const result = await new Promise<{ code: number; details: string; response?: Buffer }>((resolve) => {
+        const result = await new Promise<{ code: number; details: string; response?: Buffer | undefined }>((resolve) => {
           if (method.methodKind === "server_streaming") {
             const call = channel.makeServerStreamRequest(path, pass, pass, bytes, { deadline: Date.now() + 5000 });
             call.on("data", () => {

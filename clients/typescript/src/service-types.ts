@@ -17,9 +17,9 @@ export interface CallError extends Error {
 /** Per-call options. */
 export interface CallOptions {
   /** Deadline, in milliseconds from now. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Cancels the call when aborted. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Extra request metadata (for example `authorization`). */
   metadata?: Readonly<Record<string, string>>;
 }

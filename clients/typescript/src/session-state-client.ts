@@ -35,7 +35,7 @@ export interface ClientOptions {
    */
   address: string;
   /** Bearer token, sent as `authorization: Bearer <token>` on every call. */
-  token?: string;
+  token?: string | undefined;
   /**
    * The namespace every call is in (sent as `sessionstate-namespace` metadata): gateways sharing one
    * service keep their sessions apart this way. Default: the server's `default`.

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type { SessionId } from "../../domain/session-key.js";
-import type { CursorRecord, WatchProvenance } from "../../domain/records.js";
+import type { CursorRecord } from "../../domain/records.js";
+import type { WatchFilter } from "../store.js";
 import { cursorFromRow, extraKindsToColumn, topCharacter, type CursorRow } from "../rows.js";
 
 /** Prepared statements over the `cursors` table. Callers own the transactions. */
@@ -143,14 +144,7 @@ export class CursorTables {
   }
 
   /** A page of a namespace's cursors ordered by (watcher, target agent, target key), strictly after `after`. */
-  page(filter: {
-    namespace: string;
-    provenance?: WatchProvenance;
-    watcherKey?: string;
-    target?: SessionId;
-    after?: readonly [string, string, string];
-    limit: number;
-  }): CursorRecord[] {
+  page(filter: WatchFilter): CursorRecord[] {
     const [w, a, k] = filter.after ?? ["", "", ""];
     const { namespace, watcherKey, target, limit } = filter;
     const p = filter.provenance ?? "*";
