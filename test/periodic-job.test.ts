@@ -34,11 +34,9 @@ describe("periodic jobs", () => {
         running--;
         return ++runs;
       },
-      firstDelayMs: 0,
-      intervalMs: 1,
       log: recordingLogger().log,
     });
-    await job.start();
+    await job.start({ firstDelayMs: 0, intervalMs: 1 });
     const answers = await Promise.all([job.runNow(), job.runNow(), job.runNow()]);
     await job.stop();
     assert.equal(mostAtOnce, 1);
@@ -55,11 +53,9 @@ describe("periodic jobs", () => {
         if (runs === 1) throw new Error("first run fails");
         return runs;
       },
-      firstDelayMs: 0,
-      intervalMs: 1,
       log,
     });
-    await job.start();
+    await job.start({ firstDelayMs: 0, intervalMs: 1 });
     assert.equal(runs, 1);
     assert.deepEqual(errors, ["flaky run failed"]);
     await until(() => runs >= 3);
@@ -77,15 +73,13 @@ describe("periodic jobs", () => {
     const job = new PeriodicJob({
       name: "leased",
       run: async () => ++runs,
-      firstDelayMs: 0,
-      intervalMs: 1,
       mayRun: async () => {
         asked++;
         return may;
       },
       log: recordingLogger().log,
     });
-    await job.start();
+    await job.start({ firstDelayMs: 0, intervalMs: 1 });
     await until(() => asked >= 3);
     assert.equal(runs, 0);
     assert.equal(await job.runNow(), 1);
@@ -102,15 +96,13 @@ describe("periodic jobs", () => {
         await sleep(50);
         finished = true;
       },
-      firstDelayMs: 0,
-      intervalMs: 60_000,
       log: recordingLogger().log,
     });
-    void job.start();
+    void job.start({ firstDelayMs: 0, intervalMs: 60_000 });
     await sleep(10);
     await job.stop();
     assert.equal(finished, true);
-    const idle = new PeriodicJob({ name: "idle", run: async () => 0, firstDelayMs: 0, intervalMs: 1, log: recordingLogger().log });
+    const idle = new PeriodicJob({ name: "idle", run: async () => 0, log: recordingLogger().log });
     await idle.stop();
   });
 });

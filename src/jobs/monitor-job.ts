@@ -1,12 +1,6 @@
 import type { Logger } from "../logger.js";
 import type { UpstreamMonitor } from "../upstream/upstream-monitor.js";
-import { PeriodicJob } from "./periodic-job.js";
-
-/** When the monitor ticks on its own: first after `firstDelayMs`, then `intervalMs` after each tick ends. */
-export interface MonitorSchedule {
-  firstDelayMs: number;
-  intervalMs: number;
-}
+import { PeriodicJob, type JobSchedule } from "./periodic-job.js";
 
 /** The upstream monitor's timer: its ticks as a periodic job, and a stop that also aborts the scans reading now. */
 export class MonitorJob {
@@ -14,7 +8,8 @@ export class MonitorJob {
 
   constructor(
     private readonly monitor: UpstreamMonitor,
-    schedule: MonitorSchedule,
+    /** When the monitor ticks on its own: first after `firstDelayMs`, then `intervalMs` after each tick ends. */
+    private readonly schedule: JobSchedule,
     log: Logger,
     /** True while this replica may scan its node's links (one replica at a time). */
     mayRun?: () => Promise<boolean>,
@@ -22,8 +17,6 @@ export class MonitorJob {
     this.job = new PeriodicJob({
       name: "monitor tick",
       run: () => monitor.tick(),
-      firstDelayMs: schedule.firstDelayMs,
-      intervalMs: schedule.intervalMs,
       log,
       ...(mayRun === undefined ? {} : { mayRun }),
     });
@@ -31,7 +24,7 @@ export class MonitorJob {
 
   /** Starts the timer (it never keeps the process alive). */
   start(): void {
-    void this.job.start();
+    void this.job.start(this.schedule);
   }
 
   /** Ends the timer, aborts the scans reading now (their markers stay) and waits for the tick to end. */

@@ -1,21 +1,24 @@
 import type { Logger } from "../logger.js";
 import { SerialQueue } from "../serial-queue.js";
 
-/** What a periodic job runs, when, and whether this process may run it now. */
+/** What a periodic job runs, and whether this process may run it now. */
 export interface PeriodicJobOptions<T> {
   /** Named in the log line of a failed run. */
   name: string;
   /** One run. Runs never overlap: a run asked for during another starts after it. */
   run: () => Promise<T>;
-  /** Delay before the first timer-driven run, and between the end of one and the start of the next. */
-  firstDelayMs: number;
-  intervalMs: number;
   /**
    * For timer-driven runs only: true while this process may run the job (one replica at a time takes
    * the database-wide ones). Runs asked for with `runNow` always run.
    */
   mayRun?: () => Promise<boolean>;
   log: Logger;
+}
+
+/** When a job runs on its own: first after `firstDelayMs` (0: at once), then `intervalMs` after each run ends. */
+export interface JobSchedule {
+  firstDelayMs: number;
+  intervalMs: number;
 }
 
 /**
@@ -27,6 +30,7 @@ export class PeriodicJob<T> {
   private readonly runs = new SerialQueue();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private intervalMs = 0;
   private firstRun: Promise<void> | undefined;
   private resolveFirstRun: (() => void) | undefined;
 
@@ -36,13 +40,15 @@ export class PeriodicJob<T> {
    * Starts the schedule; resolves when the first timer-driven run has ended (or been skipped because
    * `mayRun` said no), whatever its outcome.
    */
-  start(): Promise<void> {
-    this.firstRun ??= new Promise((resolve) => {
+  start(schedule: JobSchedule): Promise<void> {
+    if (this.firstRun !== undefined) return this.firstRun;
+    this.intervalMs = schedule.intervalMs;
+    this.firstRun = new Promise((resolve) => {
       this.resolveFirstRun = resolve;
     });
     // A first run due now starts now: an unref'd timer alone would let a process with nothing else to do exit first.
-    if (this.options.firstDelayMs <= 0) void this.timedRun();
-    else this.schedule(this.options.firstDelayMs);
+    if (schedule.firstDelayMs <= 0) void this.timedRun();
+    else this.schedule(schedule.firstDelayMs);
     return this.firstRun;
   }
 
@@ -74,7 +80,7 @@ export class PeriodicJob<T> {
     } finally {
       this.resolveFirstRun?.();
       this.resolveFirstRun = undefined;
-      this.schedule(this.options.intervalMs);
+      this.schedule(this.intervalMs);
     }
   }
 }

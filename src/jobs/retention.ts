@@ -1,6 +1,5 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Clock } from "../clock.js";
-import { SerialQueue } from "../serial-queue.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
@@ -25,9 +24,8 @@ export interface PruneTotals {
  * event loop free between them; runs never overlap (a request during a run starts after it).
  */
 export class Retention {
-  private readonly runs = new SerialQueue();
   private stopped = false;
-  private job: PeriodicJob<PruneTotals> | undefined;
+  private readonly job: PeriodicJob<PruneTotals>;
 
   constructor(
     private readonly store: Store,
@@ -36,35 +34,33 @@ export class Retention {
     private readonly log: Logger,
     private readonly metrics?: Metrics,
     /** For timer-driven runs: true while this replica may run retention (one replica at a time). */
-    private readonly mayRun: () => Promise<boolean> = async () => true,
-  ) {}
+    mayRun?: () => Promise<boolean>,
+  ) {
+    this.job = new PeriodicJob({
+      name: "retention",
+      run: () => this.runToCompletion(),
+      log,
+      ...(mayRun === undefined ? {} : { mayRun }),
+    });
+  }
 
   /**
    * Runs once now and then every `intervalMs`, each time only if `mayRun` says so; resolves when the
    * first run is over (a failure is logged, not thrown). The timer does not keep the process alive.
    */
   start(intervalMs: number): Promise<void> {
-    this.job = new PeriodicJob({
-      name: "retention",
-      run: () => this.runNow(),
-      firstDelayMs: 0,
-      intervalMs,
-      mayRun: this.mayRun,
-      log: this.log,
-    });
-    return this.job.start();
+    return this.job.start({ firstDelayMs: 0, intervalMs });
   }
 
   /** Runs retention to completion (after any run in progress) and reports what it removed. */
   runNow(): Promise<PruneTotals> {
-    return this.runs.run(() => this.runToCompletion());
+    return this.job.runNow();
   }
 
   /** Stops the timer and waits for a run in progress to finish its current step. */
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.job?.stop();
-    await this.runs.idle();
+    await this.job.stop();
   }
 
   private async runToCompletion(): Promise<PruneTotals> {
