@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { EventKind } from "../src/domain/event.js";
-import type { AckInput, AppendInput, CursorRecord, LinkRecord, PairChange } from "../src/domain/records.js";
-import type { SessionId } from "../src/domain/session-key.js";
+import { cursor, input, nowMs, target } from "./support/domain-fixtures.js";
+import type { AckInput, CursorRecord, LinkRecord, PairChange } from "../src/domain/records.js";
 import { ReferenceModel } from "./support/reference-model.js";
 import {
   appendNeedsTargetCursors,
@@ -17,27 +16,6 @@ import {
   watchCursor,
 } from "../src/domain/write-rules.js";
 
-const target: SessionId = { namespace: "default", agentId: "ops", key: "agent:ops:worker" };
-const nowMs = 1_000;
-
-function input(kind: EventKind, extra: Partial<AppendInput> = {}): AppendInput {
-  return {
-    session: target,
-    kind,
-    actorType: kind === "human_direct_message" ? "human" : "agent",
-    summary: "s",
-    occurredAtMs: nowMs,
-    payload: {},
-    notifyWatcherKeys: [],
-    onlyIfWatched: false,
-    nowMs,
-    ...extra,
-  };
-}
-
-function cursor(watcherKey: string, acked: number, notified: number, material: number): CursorRecord {
-  return { watcherKey, target, acked, notified, material, updatedAtMs: 1, provenance: "explicit", extraKinds: [] };
-}
 
 const marksOf = (c: CursorRecord) => [c.watcherKey, c.acked, c.notified, c.material];
 

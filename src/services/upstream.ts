@@ -11,13 +11,8 @@ import type { StoredEvent } from "../domain/event.js";
 import { normalizeUserText, type SessionActivity } from "../upstream/session-activity.js";
 import { resolveTranscriptPath } from "../upstream/transcript-path.js";
 import { classifierForCatalog, knownCatalogIds } from "../upstream/transcript-catalogs.js";
-import {
-  fileSourcePrefix,
-  maxRemoteItems,
-  nodeSourcePrefix,
-  type RemoteItem,
-  type UpstreamMonitor,
-} from "../upstream/upstream-monitor.js";
+import { fileSourcePrefix, nodeSourcePrefix } from "../domain/write-plans.js";
+import { maxRemoteItems, type RemoteItem, type UpstreamMonitor } from "../upstream/upstream-monitor.js";
 import { eventTimeOf, optionalText } from "./append-request.js";
 import { agentPageOf, authorizeAgents, requireAdmin } from "./authorize.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";

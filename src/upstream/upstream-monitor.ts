@@ -9,6 +9,7 @@ import { clampEventTime, type EventPayload, type StoredEvent } from "../domain/e
 import type { SessionId } from "../domain/session-key.js";
 import type { Store } from "../store/store.js";
 import type { AppendInput, LinkRecord, ScanCommit } from "../domain/records.js";
+import { fileSourcePrefix, isLocalTranscript, nodeSourcePrefix } from "../domain/write-plans.js";
 import type { SessionActivity } from "./session-activity.js";
 import type { SkimResult } from "./json-skim.js";
 import { classifierForCatalog, classifyLine, classifySkimmed, knownCatalogIds, readFirstRow, skimmingSink } from "./transcript-catalogs.js";
@@ -58,10 +59,6 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
     );
   });
 }
-
-/** Link sources: local transcript files and paired-node threads. */
-export const fileSourcePrefix = "file:";
-export const nodeSourcePrefix = "node:";
 
 /** Monitor settings. */
 export interface MonitorSettings {
@@ -143,7 +140,7 @@ export class UpstreamMonitor {
     const count = (outcome: string): void => this.metrics?.monitorLinks.inc({ outcome });
     for (const link of await this.store.watchedLinks(namespace)) {
       if (this.stopped) break;
-      if (!link.source.startsWith(fileSourcePrefix)) continue;
+      if (!isLocalTranscript(link)) continue;
       try {
         if ((await this.activity.runState(link.session)).active) continue;
         const outcome = await this.scanLocalLink(link);

@@ -21,17 +21,27 @@ import { runFlagAfter, type RunFlag } from "../../domain/session-activity.js";
 import {
   appendNeedsTargetCursors,
   applyAcks,
-  cursorEffectsOfEvent,
-  eventOfAppend,
-  isAppendGated,
-  isScanCommittable,
   isWatcherOf,
-  linkOfAdoption,
   linkUpdatedAtAfterReset,
   pairChangesOfRemoved,
   pairKeyOf,
   watchCursor,
 } from "../../domain/write-rules.js";
+import {
+  isLocalTranscript,
+  planAdoption,
+  planAppend,
+  planNamespaceTrim,
+  planOwnText,
+  planScanCommit,
+  pruneCursorBudget,
+  pruneNeedsCounts,
+  pruneStepOutcome,
+  scanCommitOutcome,
+  sessionPageStart,
+  type AppendReads,
+  type NamespaceCount,
+} from "../../domain/write-plans.js";
 import type { Durability } from "../store.js";
 import type { WriteResult } from "../store.js";
 import { settleWithin } from "../../settle-within.js";
@@ -84,7 +94,7 @@ const eventColumns = `e.sequence, h.namespace, h.agent_id, h.session_key, e.kind
 
 /**
  * The PostgreSQL backend (SPEC §11): any number of replicas share one schema. SQL and transactions only;
- * every decision is a rule of domain/write-rules, as in SqliteStore. Writes are group-committed under
+ * each method reads, asks a plan of domain/write-plans (or a rule of domain/write-rules) and writes what it says, as in SqliteStore. Writes are group-committed under
  * the clock row lock (store/postgres/postgres-writes); single-statement reads see one snapshot, and since commit
  * order is sequence order, every snapshot holds a gap-free prefix of the log. Pair changes reach this
  * replica's listeners at once after a local commit, and from other replicas through LISTEN/NOTIFY
@@ -269,6 +279,26 @@ export class PostgresStore implements Store {
    * for the batch's one insert); `ctx.tx` is touched only when something was not read up front.
    */
   private async appendIn(ctx: PgWriteContext, input: AppendInput): Promise<WriteResult<AppendOutcome>> {
+    const plan = planAppend(input, await this.appendReads(ctx, input), () => ctx.nextSequence(), this.options.encodeEvent);
+    switch (plan.action) {
+      case "deduplicated":
+        return { value: plan.outcome, changes: [] };
+      case "gated":
+        return { value: { recorded: false, stateVersion: await this.versionOf(ctx, input.session) }, changes: [] };
+      case "record":
+        ctx.deferEvent(plan.event, input.dedupeKey, input.nowMs);
+        ctx.noteEvent(input.dedupeKey, plan.event);
+        ctx.noteAppended(input.session, plan.event.sequence);
+        this.putCursors(ctx, plan.cursorWrites);
+        return { value: plan.outcome, changes: plan.changes };
+    }
+  }
+
+  /**
+   * What an append's plan needs, from what the batch read up front when it can (the event holding its
+   * dedupe key, its target's cursors), else read now.
+   */
+  private async appendReads(ctx: PgWriteContext, input: AppendInput): Promise<AppendReads> {
     if (input.dedupeKey !== undefined) {
       let found = ctx.dedupedEvent(input.session.namespace, input.dedupeKey);
       if (found === undefined) {
@@ -281,30 +311,15 @@ export class PostgresStore implements Store {
       if (found !== null) {
         // The session's version now: an append earlier in this batch may have moved it since the read.
         const session = { namespace: found.event.namespace, agentId: found.event.agentId, key: found.event.sessionKey };
-        const stateVersion = Math.max(found.stateVersion, ctx.versionAppended(session));
-        const value = { recorded: true, deduplicated: true, event: found.event, stateVersion, noticesOpened: 0 } as const;
-        return { value, changes: [] };
+        return { duplicate: { event: found.event, stateVersion: Math.max(found.stateVersion, ctx.versionAppended(session)) }, cursorsOnTarget: [] };
       }
     }
-    const cursorsOnTarget = appendNeedsTargetCursors(input)
-      ? (ctx.cursorsOn(input.session)?.slice() ??
-        (
-          await ctx.tx.query<CursorRow>(sql`
-            SELECT * FROM cursors WHERE namespace = ${input.session.namespace} AND target_agent_id = ${input.session.agentId} AND target_key = ${input.session.key}`)
-        ).map(cursorFromRow))
-      : [];
-    if (isAppendGated(input, cursorsOnTarget)) {
-      return { value: { recorded: false, stateVersion: await this.versionOf(ctx, input.session) }, changes: [] };
-    }
-    const fields = eventOfAppend(input, ctx.nextSequence());
-    const event: StoredEvent = { ...fields, wire: this.options.encodeEvent(fields) };
-    ctx.deferEvent(event, input.dedupeKey, input.nowMs);
-    ctx.noteEvent(input.dedupeKey, event);
-    ctx.noteAppended(input.session, event.sequence);
-    const effects = cursorEffectsOfEvent(event, input, cursorsOnTarget);
-    this.putCursors(ctx, effects.cursorWrites);
-    const value = { recorded: true, deduplicated: false, event, stateVersion: event.sequence, noticesOpened: effects.noticesOpened } as const;
-    return { value, changes: effects.pairChanges };
+    if (!appendNeedsTargetCursors(input)) return { cursorsOnTarget: [] };
+    const prefetched = ctx.cursorsOn(input.session);
+    if (prefetched !== undefined) return { cursorsOnTarget: prefetched.slice() };
+    const rows = await ctx.tx.query<CursorRow>(sql`
+      SELECT * FROM cursors WHERE namespace = ${input.session.namespace} AND target_agent_id = ${input.session.agentId} AND target_key = ${input.session.key}`);
+    return { cursorsOnTarget: rows.map(cursorFromRow) };
   }
 
   // ---- the Store port ----
@@ -351,17 +366,16 @@ export class PostgresStore implements Store {
   async listSessions(filter: Parameters<Store["listSessions"]>[0]): Promise<SessionHead[]> {
     const hasUpstream = sql`EXISTS (SELECT 1 FROM upstream_links AS l
       WHERE l.namespace = heads.namespace AND l.agent_id = heads.agent_id AND l.session_key = heads.session_key)`;
+    const start = sessionPageStart(filter.agentId, filter.after);
     const rows =
       filter.agentId === undefined
         ? await this.db.query<HeadRow>(sql`
             SELECT namespace, agent_id, session_key, state_version, pruned_through, updated_at_ms, ${hasUpstream} AS has_upstream
-            FROM heads WHERE namespace = ${filter.namespace}
-              AND (agent_id, session_key) > (${filter.after?.agentId ?? ""}, ${filter.after?.key ?? ""})
+            FROM heads WHERE namespace = ${filter.namespace} AND (agent_id, session_key) > (${start.agentId}, ${start.key})
             ORDER BY agent_id, session_key LIMIT ${filter.limit}`)
         : await this.db.query<HeadRow>(sql`
             SELECT namespace, agent_id, session_key, state_version, pruned_through, updated_at_ms, ${hasUpstream} AS has_upstream
-            FROM heads WHERE namespace = ${filter.namespace} AND agent_id = ${filter.agentId}
-              AND session_key > ${filter.after !== undefined && filter.after.agentId === filter.agentId ? filter.after.key : ""}
+            FROM heads WHERE namespace = ${filter.namespace} AND agent_id = ${filter.agentId} AND session_key > ${start.key}
             ORDER BY session_key LIMIT ${filter.limit}`);
     return rows.map(headFromRow);
   }
@@ -506,12 +520,11 @@ export class PostgresStore implements Store {
   adopt(input: AdoptInput): Promise<{ event: StoredEvent; link?: LinkRecord }> {
     return this.runWrite(async (ctx): Promise<WriteResult<{ event: StoredEvent; link?: LinkRecord }>> => {
       const appended = await this.appendIn(ctx, input.adoptedEvent);
-      if (!appended.value.recorded) throw new Error("an adopted event is never gated");
-      const { event } = appended.value;
-      if (input.link === undefined) return { value: { event }, changes: appended.changes };
-      const link = linkOfAdoption(await this.linkIn(ctx, input.link.session), input.link);
+      const adoption = planAdoption(appended.value, input.link === undefined ? undefined : await this.linkIn(ctx, input.link.session), input);
+      const { link } = adoption;
+      if (link === undefined) return { value: adoption, changes: appended.changes };
       // A local transcript is a file on this replica's host: only this node id scans it.
-      const nodeId = link.source.startsWith("file:") ? this.options.nodeId : null;
+      const nodeId = isLocalTranscript(link) ? this.options.nodeId : null;
       ctx.send(sql`
         INSERT INTO upstream_links (namespace, agent_id, session_key, catalog_id, host_id, thread_id, source, marker, missed_checks,
           last_scanned_at_ms, updated_at_ms, node_id)
@@ -521,7 +534,7 @@ export class PostgresStore implements Store {
         SET catalog_id = excluded.catalog_id, host_id = excluded.host_id, thread_id = excluded.thread_id,
             source = excluded.source, marker = excluded.marker, missed_checks = excluded.missed_checks,
             last_scanned_at_ms = excluded.last_scanned_at_ms, updated_at_ms = excluded.updated_at_ms, node_id = excluded.node_id`);
-      return { value: { event, link }, changes: appended.changes };
+      return { value: adoption, changes: appended.changes };
     });
   }
 
@@ -532,15 +545,14 @@ export class PostgresStore implements Store {
   }
 
   async listLinks(filter: Parameters<Store["listLinks"]>[0]): Promise<LinkRecord[]> {
+    const start = sessionPageStart(filter.agentId, filter.after);
     const rows =
       filter.agentId === undefined
         ? await this.db.query<LinkRow>(sql`
-            SELECT * FROM upstream_links
-            WHERE namespace = ${filter.namespace} AND (agent_id, session_key) > (${filter.after?.agentId ?? ""}, ${filter.after?.key ?? ""})
+            SELECT * FROM upstream_links WHERE namespace = ${filter.namespace} AND (agent_id, session_key) > (${start.agentId}, ${start.key})
             ORDER BY agent_id, session_key LIMIT ${filter.limit}`)
         : await this.db.query<LinkRow>(sql`
-            SELECT * FROM upstream_links WHERE namespace = ${filter.namespace} AND agent_id = ${filter.agentId}
-              AND session_key > ${filter.after !== undefined && filter.after.agentId === filter.agentId ? filter.after.key : ""}
+            SELECT * FROM upstream_links WHERE namespace = ${filter.namespace} AND agent_id = ${filter.agentId} AND session_key > ${start.key}
             ORDER BY session_key LIMIT ${filter.limit}`);
     return rows.map(linkFromRow);
   }
@@ -566,19 +578,16 @@ export class PostgresStore implements Store {
         SELECT active, starts, refreshed_at_ms FROM run_flags
         WHERE namespace = ${scanned.session.namespace} AND agent_id = ${scanned.session.agentId} AND session_key = ${scanned.session.key}`);
       const runFlag = runRow === undefined ? undefined : runFlagFromRow(runRow);
-      if (!isScanCommittable(await this.linkIn(ctx, scanned.session), scanned, commit, runFlag)) {
-        return { value: { committed: false }, changes: [] };
-      }
-      const appended = commit.event === undefined ? undefined : await this.appendIn(ctx, commit.event);
-      if (commit.removeLink === true) await this.removeLink(ctx, scanned.session);
+      const plan = planScanCommit(await this.linkIn(ctx, scanned.session), scanned, commit, runFlag);
+      if (plan.action === "discard") return { value: { committed: false }, changes: [] };
+      const appended = plan.append === undefined ? undefined : await this.appendIn(ctx, plan.append);
+      if (plan.link === "remove") await this.removeLink(ctx, scanned.session);
       else {
         ctx.send(sql`
-          UPDATE upstream_links SET marker = ${commit.marker}, missed_checks = ${commit.missedChecks}, last_scanned_at_ms = ${commit.nowMs}
+          UPDATE upstream_links SET marker = ${plan.link.marker}, missed_checks = ${plan.link.missedChecks}, last_scanned_at_ms = ${plan.link.scannedAtMs}
           WHERE namespace = ${scanned.session.namespace} AND agent_id = ${scanned.session.agentId} AND session_key = ${scanned.session.key}`);
       }
-      const outcome = appended?.value;
-      const value = outcome?.recorded === true ? { committed: true, event: outcome.event } : { committed: true };
-      return { value, changes: appended?.changes ?? [] };
+      return { value: scanCommitOutcome(appended?.value), changes: appended?.changes ?? [] };
     });
   }
 
@@ -604,14 +613,15 @@ export class PostgresStore implements Store {
 
   recordOwnText(session: SessionId, digest: string, keep: number): Promise<void> {
     return this.runWrite(async (ctx) => {
-      const [{ position }] = (await ctx.tx.query<{ position: number }>(sql`
-        SELECT coalesce(max(position), 0) + 1 AS position FROM own_texts
-        WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`)) as unknown as [{ position: number }];
+      const [{ newest }] = (await ctx.tx.query<{ newest: number }>(sql`
+        SELECT coalesce(max(position), 0) AS newest FROM own_texts
+        WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`)) as unknown as [{ newest: number }];
+      const { position, trimThrough } = planOwnText(newest, keep);
       ctx.send(sql`
         INSERT INTO own_texts (namespace, agent_id, session_key, position, digest)
         VALUES (${session.namespace}, ${session.agentId}, ${session.key}, ${position}, ${digest})`);
       ctx.send(sql`
-        DELETE FROM own_texts WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key} AND position <= ${position - keep}`);
+        DELETE FROM own_texts WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key} AND position <= ${trimThrough}`);
       return { value: undefined, changes: [] };
     });
   }
@@ -650,25 +660,21 @@ export class PostgresStore implements Store {
       let eventsRemoved = await removeEvents(
         sql`SELECT sequence FROM events WHERE occurred_at_ms < ${policy.cutoffMs} LIMIT ${policy.maxRowsPerStep}`,
       );
-      // Each namespace's log is bounded on its own (SPEC §12.1).
-      const counts = eventsRemoved < policy.maxRowsPerStep
-        ? await tx.query<{ namespace: string; n: number }>(sql`SELECT namespace, count(*)::int8 AS n FROM events GROUP BY namespace`)
+      const counts = pruneNeedsCounts(policy, eventsRemoved)
+        ? await tx.query<NamespaceCount>(sql`SELECT namespace, count(*)::int8 AS n FROM events GROUP BY namespace`)
         : [];
-      for (const { namespace, n } of counts) {
-        const excess = Math.min(n - policy.maxEvents, policy.maxRowsPerStep - eventsRemoved);
-        if (excess <= 0) continue;
-        eventsRemoved += await removeEvents(sql`SELECT sequence FROM events WHERE namespace = ${namespace} ORDER BY sequence LIMIT ${excess}`);
+      for (const { namespace, count } of planNamespaceTrim(counts, policy, eventsRemoved)) {
+        eventsRemoved += await removeEvents(sql`SELECT sequence FROM events WHERE namespace = ${namespace} ORDER BY sequence LIMIT ${count}`);
       }
       const removed = (
         await tx.query<CursorRow>(sql`
           DELETE FROM cursors WHERE (namespace, watcher_key, target_agent_id, target_key) IN (
             SELECT namespace, watcher_key, target_agent_id, target_key FROM cursors
-            WHERE updated_at_ms < ${policy.cutoffMs} LIMIT ${Math.max(0, policy.maxRowsPerStep - eventsRemoved)}
+            WHERE updated_at_ms < ${policy.cutoffMs} LIMIT ${pruneCursorBudget(policy, eventsRemoved)}
           ) RETURNING *`)
       ).map(cursorFromRow);
       ctx.send(sql`DELETE FROM pair_changes WHERE at_ms < ${this.options.nowMs() - pairChangesKeptMs}`);
-      const value = { eventsRemoved, cursorsRemoved: removed.length, done: eventsRemoved + removed.length < policy.maxRowsPerStep };
-      return { value, changes: pairChangesOfRemoved(removed) };
+      return { value: pruneStepOutcome(policy, eventsRemoved, removed.length), changes: pairChangesOfRemoved(removed) };
     });
   }
 

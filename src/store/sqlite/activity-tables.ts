@@ -52,11 +52,15 @@ export class ActivityTables {
     return this.digests.all(session.namespace, session.agentId, session.key);
   }
 
-  /** Adds a digest after the session's newest and keeps only the newest `keep`. */
-  addOwnText(session: SessionId, digest: string, keep: number): void {
-    const position = this.lastPosition.get(session.namespace, session.agentId, session.key)! + 1;
+  /** The position of the session's newest own-text digest; 0 when it has none. */
+  newestOwnTextPosition(session: SessionId): number {
+    return this.lastPosition.get(session.namespace, session.agentId, session.key)!;
+  }
+
+  /** Adds a digest at `position` and removes the session's digests at or below `trimThrough`. */
+  addOwnText(session: SessionId, position: number, digest: string, trimThrough: number): void {
     this.insertText.run(session.namespace, session.agentId, session.key, position, digest);
-    this.trimTexts.run(session.namespace, session.agentId, session.key, position - keep);
+    this.trimTexts.run(session.namespace, session.agentId, session.key, trimThrough);
   }
 
   /** Forgets everything reported about a session. */

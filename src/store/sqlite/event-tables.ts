@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import type { StoredEvent } from "../../domain/event.js";
 import type { SessionId } from "../../domain/session-key.js";
 import type { EventWire, SessionHead } from "../../domain/records.js";
+import { pruneWatermarks, sessionPageStart, type NamespaceCount } from "../../domain/write-plans.js";
 import { ChangeStamps } from "./change-stamps.js";
 import { eventFromRow, eventsFromConcatenation, headFromRow, type EventRow, type HeadRow } from "../rows.js";
 
@@ -101,7 +102,7 @@ export class EventTables {
     this.oldestEventsIn = db.prepare<[string, number], RemovedRow>(
       "SELECT sequence, session_id FROM events WHERE namespace = ? ORDER BY sequence LIMIT ?",
     );
-    this.countEventsByNamespace = db.prepare<[], { namespace: string; n: number }>(
+    this.countEventsByNamespace = db.prepare<[], NamespaceCount>(
       "SELECT namespace, count(*) AS n FROM events GROUP BY namespace",
     );
     this.raiseWatermark = db.prepare<[number, number]>(
@@ -182,10 +183,11 @@ export class EventTables {
 
   /** A namespace's heads ordered by (agent id, key), strictly after `after`. */
   heads(namespace: string, agentId: string | undefined, after: SessionId | undefined, limit: number): SessionHead[] {
+    const start = sessionPageStart(agentId, after);
     const rows =
       agentId === undefined
-        ? this.headsFrom.all(namespace, after?.agentId ?? "", after?.key ?? "", limit)
-        : this.headsOfAgentFrom.all(namespace, agentId, after !== undefined && after.agentId === agentId ? after.key : "", limit);
+        ? this.headsFrom.all(namespace, start.agentId, start.key, limit)
+        : this.headsOfAgentFrom.all(namespace, agentId, start.key, limit);
     return rows.map(headFromRow);
   }
 
@@ -197,32 +199,27 @@ export class EventTables {
     return changes;
   }
 
-  /**
-   * Removes up to `limit` events that occurred before `cutoffMs` and then, within what is left of
-   * `limit`, each namespace's oldest events beyond `maxEvents` (SPEC §12.1: a namespace's log is bounded on
-   * its own, so one busy gateway never prunes another's history). Each affected session's prune watermark
-   * is raised before its rows go. Returns how many rows were removed.
-   */
-  pruneEvents(cutoffMs: number, maxEvents: number, limit: number): number {
-    const old = this.oldEvents.all(cutoffMs, limit);
-    this.removeEvents(old);
-    let removed = old.length;
-    for (const { namespace, n } of removed < limit ? this.countEventsByNamespace.all() : []) {
-      const excess = Math.min(n - maxEvents, limit - removed);
-      if (excess <= 0) continue;
-      const oldest = this.oldestEventsIn.all(namespace, excess);
-      this.removeEvents(oldest);
-      removed += oldest.length;
-    }
-    return removed;
+  /** Removes up to `limit` events that occurred before `cutoffMs` (watermarks first); returns how many went. */
+  pruneOlderThan(cutoffMs: number, limit: number): number {
+    return this.removeEvents(this.oldEvents.all(cutoffMs, limit));
+  }
+
+  /** Each namespace's retained event count. */
+  countsByNamespace(): NamespaceCount[] {
+    return this.countEventsByNamespace.all();
+  }
+
+  /** Removes a namespace's `count` oldest events (watermarks first); returns how many went. */
+  pruneOldestOf(namespace: string, count: number): number {
+    return this.removeEvents(this.oldestEventsIn.all(namespace, count));
   }
 
   /** Raises each affected session's prune watermark to its highest removed sequence, then deletes the rows. */
-  private removeEvents(rows: readonly RemovedRow[]): void {
+  private removeEvents(rows: readonly RemovedRow[]): number {
     if (rows.length > 0) this.stamps.bumpAll();
-    const watermarks = new Map<number, number>();
-    for (const row of rows) watermarks.set(row.session_id, Math.max(watermarks.get(row.session_id) ?? 0, row.sequence));
-    for (const [sessionId, sequence] of watermarks) this.raiseWatermark.run(sequence, sessionId);
+    const marks = pruneWatermarks(rows.map((row) => ({ sessionId: row.session_id, sequence: row.sequence })));
+    for (const [sessionId, sequence] of marks) this.raiseWatermark.run(sequence, sessionId);
     for (const row of rows) this.deleteOne.run(row.sequence);
+    return rows.length;
   }
 }

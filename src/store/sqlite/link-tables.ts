@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type { SessionId } from "../../domain/session-key.js";
 import type { LinkRecord } from "../../domain/records.js";
+import { sessionPageStart } from "../../domain/write-plans.js";
 import { linkFromRow, type LinkRow } from "../rows.js";
 
 /** Prepared statements over the `upstream_links` table. Callers own the transactions. */
@@ -98,10 +99,11 @@ export class LinkTables {
 
   /** A page of a namespace's links ordered by (agent id, key), strictly after `after`. */
   page(namespace: string, agentId: string | undefined, after: SessionId | undefined, limit: number): LinkRecord[] {
+    const start = sessionPageStart(agentId, after);
     const rows =
       agentId === undefined
-        ? this.pageAll.all(namespace, after?.agentId ?? "", after?.key ?? "", limit)
-        : this.pageOfAgent.all(namespace, agentId, after !== undefined && after.agentId === agentId ? after.key : "", limit);
+        ? this.pageAll.all(namespace, start.agentId, start.key, limit)
+        : this.pageOfAgent.all(namespace, agentId, start.key, limit);
     return rows.map(linkFromRow);
   }
 }

@@ -22,16 +22,23 @@ import { runFlagAfter, type RunFlag } from "../../domain/session-activity.js";
 import {
   appendNeedsTargetCursors,
   applyAcks,
-  cursorEffectsOfEvent,
-  eventOfAppend,
-  isAppendGated,
-  isScanCommittable,
   isWatcherOf,
-  linkOfAdoption,
   linkUpdatedAtAfterReset,
   pairChangesOfRemoved,
   watchCursor,
 } from "../../domain/write-rules.js";
+import {
+  planAdoption,
+  planAppend,
+  planNamespaceTrim,
+  planOwnText,
+  planScanCommit,
+  pruneCursorBudget,
+  pruneNeedsCounts,
+  pruneStepOutcome,
+  scanCommitOutcome,
+  type AppendReads,
+} from "../../domain/write-plans.js";
 import { ActivityTables } from "./activity-tables.js";
 import { CursorTables } from "./cursor-tables.js";
 import { EventTables } from "./event-tables.js";
@@ -43,7 +50,7 @@ import { StorageTracker, type StorageObserver } from "../storage-tracker.js";
 import type { Store } from "../store.js";
 
 /**
- * The SQLite backend: SQL and transactions only; every decision is a rule of domain/write-rules. Each
+ * The SQLite backend: SQL and transactions only; each method reads, asks a plan of domain/write-plans (or a rule of domain/write-rules) and writes what it says. Each
  * method runs one short synchronous transaction (`BEGIN IMMEDIATE` when it writes); appends and acks are
  * group-committed (store/sqlite/group-commit). Pair changes are announced to feed listeners after the commit.
  */
@@ -101,25 +108,29 @@ export class SqliteStore implements Store {
     return this.groupCommit.enqueue(() => this.appendInTransaction(input));
   }
 
+  /** An append inside the caller's transaction: read → plan → write. */
   private appendInTransaction(input: AppendInput): WriteResult<AppendOutcome> {
-    if (input.dedupeKey !== undefined) {
-      const existing = this.events.eventByDedupeKey(input.session.namespace, input.dedupeKey);
-      if (existing !== undefined) {
-        const stateVersion = this.events.versionOf({ namespace: existing.namespace, agentId: existing.agentId, key: existing.sessionKey });
-        return { value: { recorded: true, deduplicated: true, event: existing, stateVersion, noticesOpened: 0 }, changes: [] };
-      }
+    const plan = planAppend(input, this.appendReads(input), () => this.events.nextSequence(), this.encodeEvent);
+    switch (plan.action) {
+      case "deduplicated":
+        return { value: plan.outcome, changes: [] };
+      case "gated":
+        return { value: { recorded: false, stateVersion: this.events.versionOf(input.session) }, changes: [] };
+      case "record":
+        this.events.insertEvent(plan.event, input.dedupeKey, input.nowMs);
+        for (const cursor of plan.cursorWrites) this.cursors.put(cursor);
+        return { value: plan.outcome, changes: plan.changes };
     }
-    const cursorsOnTarget = appendNeedsTargetCursors(input) ? this.cursors.ofTargetSession(input.session) : [];
-    if (isAppendGated(input, cursorsOnTarget)) {
-      return { value: { recorded: false, stateVersion: this.events.versionOf(input.session) }, changes: [] };
+  }
+
+  /** What an append's plan needs: the event holding its dedupe key (with its session's version), its target's cursors. */
+  private appendReads(input: AppendInput): AppendReads {
+    const event = input.dedupeKey === undefined ? undefined : this.events.eventByDedupeKey(input.session.namespace, input.dedupeKey);
+    if (event !== undefined) {
+      const stateVersion = this.events.versionOf({ namespace: event.namespace, agentId: event.agentId, key: event.sessionKey });
+      return { duplicate: { event, stateVersion }, cursorsOnTarget: [] };
     }
-    const fields = eventOfAppend(input, this.events.nextSequence());
-    const event: StoredEvent = { ...fields, wire: this.encodeEvent(fields) };
-    this.events.insertEvent(event, input.dedupeKey, input.nowMs);
-    const effects = cursorEffectsOfEvent(event, input, cursorsOnTarget);
-    for (const cursor of effects.cursorWrites) this.cursors.put(cursor);
-    const value = { recorded: true, deduplicated: false, event, stateVersion: event.sequence, noticesOpened: effects.noticesOpened } as const;
-    return { value, changes: effects.pairChanges };
+    return { cursorsOnTarget: appendNeedsTargetCursors(input) ? this.cursors.ofTargetSession(input.session) : [] };
   }
 
   private announce(changes: readonly PairChange[]): void {
@@ -223,12 +234,9 @@ export class SqliteStore implements Store {
   async adopt(input: AdoptInput): Promise<{ event: StoredEvent; link?: LinkRecord }> {
     return this.runWrite((): WriteResult<{ event: StoredEvent; link?: LinkRecord }> => {
       const appended = this.appendInTransaction(input.adoptedEvent);
-      if (!appended.value.recorded) throw new Error("an adopted event is never gated");
-      const { event } = appended.value;
-      if (input.link === undefined) return { value: { event }, changes: appended.changes };
-      const link = linkOfAdoption(this.links.get(input.link.session), input.link);
-      this.links.put(link);
-      return { value: { event, link }, changes: appended.changes };
+      const adoption = planAdoption(appended.value, input.link === undefined ? undefined : this.links.get(input.link.session), input);
+      if (adoption.link !== undefined) this.links.put(adoption.link);
+      return { value: adoption, changes: appended.changes };
     });
   }
 
@@ -246,15 +254,12 @@ export class SqliteStore implements Store {
 
   async commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }> {
     return this.runWrite((): WriteResult<{ committed: boolean; event?: StoredEvent }> => {
-      if (!isScanCommittable(this.links.get(scanned.session), scanned, commit, this.activity.runFlag(scanned.session))) {
-        return { value: { committed: false }, changes: [] };
-      }
-      const appended = commit.event === undefined ? undefined : this.appendInTransaction(commit.event);
-      if (commit.removeLink === true) this.links.remove(scanned.session);
-      else this.links.recordScan(scanned.session, commit.marker, commit.missedChecks, commit.nowMs);
-      const outcome = appended?.value;
-      const value = outcome?.recorded === true ? { committed: true, event: outcome.event } : { committed: true };
-      return { value, changes: appended?.changes ?? [] };
+      const plan = planScanCommit(this.links.get(scanned.session), scanned, commit, this.activity.runFlag(scanned.session));
+      if (plan.action === "discard") return { value: { committed: false }, changes: [] };
+      const appended = plan.append === undefined ? undefined : this.appendInTransaction(plan.append);
+      if (plan.link === "remove") this.links.remove(scanned.session);
+      else this.links.recordScan(scanned.session, plan.link.marker, plan.link.missedChecks, plan.link.scannedAtMs);
+      return { value: scanCommitOutcome(appended?.value), changes: appended?.changes ?? [] };
     });
   }
 
@@ -271,7 +276,8 @@ export class SqliteStore implements Store {
 
   async recordOwnText(session: SessionId, digest: string, keep: number): Promise<void> {
     this.runWrite(() => {
-      this.activity.addOwnText(session, digest, keep);
+      const { position, trimThrough } = planOwnText(this.activity.newestOwnTextPosition(session), keep);
+      this.activity.addOwnText(session, position, digest, trimThrough);
       return { value: undefined, changes: [] };
     });
   }
@@ -291,10 +297,13 @@ export class SqliteStore implements Store {
 
   async pruneStep(policy: RetentionPolicy): Promise<PruneStep> {
     return this.runWrite(() => {
-      const eventsRemoved = this.events.pruneEvents(policy.cutoffMs, policy.maxEvents, policy.maxRowsPerStep);
-      const removed = this.cursors.pruneUntouched(policy.cutoffMs, policy.maxRowsPerStep - eventsRemoved);
-      const value = { eventsRemoved, cursorsRemoved: removed.length, done: eventsRemoved + removed.length < policy.maxRowsPerStep };
-      return { value, changes: pairChangesOfRemoved(removed) };
+      let eventsRemoved = this.events.pruneOlderThan(policy.cutoffMs, policy.maxRowsPerStep);
+      const counts = pruneNeedsCounts(policy, eventsRemoved) ? this.events.countsByNamespace() : [];
+      for (const { namespace, count } of planNamespaceTrim(counts, policy, eventsRemoved)) {
+        eventsRemoved += this.events.pruneOldestOf(namespace, count);
+      }
+      const removed = this.cursors.pruneUntouched(policy.cutoffMs, pruneCursorBudget(policy, eventsRemoved));
+      return { value: pruneStepOutcome(policy, eventsRemoved, removed.length), changes: pairChangesOfRemoved(removed) };
     });
   }
 
