@@ -149,11 +149,9 @@ describe(onBackend("the notice hub and closed pairs"), { skip: skipBackend }, ()
     const abort = new AbortController();
     const received: NoticeStreamItem[] = [];
     try {
-      const serving = hub.serve(
-        { namespace: "default", watcherKeys: [], prefixes: ["agent:main:"] },
-        { send: (item) => received.push(item) > 0, drained: () => Promise.resolve() },
-        abort.signal,
-      );
+      const serving = (async () => {
+        for await (const item of hub.serve({ namespace: "default", watcherKeys: [], prefixes: ["agent:main:"] }, abort.signal)) received.push(item);
+      })();
       const targets = ["agent:ops:a", "agent:ops:b", "agent:ops:c"].map((key) => ({ namespace: "default", agentId: "ops", key }));
       for (const target of targets) await store.watch(boss, target, 1);
       for (const target of targets) await store.append(storeAppend(target.key, 1, "human_direct_message"));

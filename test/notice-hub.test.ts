@@ -22,17 +22,13 @@ describe("notice hub", () => {
       const received: NoticeStreamItem[] = [];
       let stalled = true;
       let resume: () => void = () => {};
-      const serving = hub.serve(
-        { namespace: "default", watcherKeys: ["agent:main:main"], prefixes: [] },
-        {
-          send: (item) => {
-            received.push(item);
-            return !stalled;
-          },
-          drained: () => new Promise<void>((resolve) => (resume = resolve)),
-        },
-        abort.signal,
-      );
+      // The subscriber reads one item at a time and, while stalled, asks for no more.
+      const serving = (async () => {
+        for await (const item of hub.serve({ namespace: "default", watcherKeys: ["agent:main:main"], prefixes: [] }, abort.signal)) {
+          received.push(item);
+          if (stalled) await new Promise<void>((resolve) => (resume = resolve));
+        }
+      })();
       await tick();
       assert.deepEqual([...received], [{ synced: { pendingDelivered: 0 } }], "the synced marker fills the transport");
 

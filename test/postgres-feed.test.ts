@@ -102,7 +102,9 @@ describe("the feed between replicas on PostgreSQL", { skip: skipWithoutPostgres(
     hub.start();
     const received: NoticeStreamItem[] = [];
     const abort = new AbortController();
-    const serving = hub.serve({ namespace: "default", watcherKeys: [watcher], prefixes: [] }, { send: (item) => received.push(item) > 0, drained: async () => {} }, abort.signal);
+    const serving = (async () => {
+      for await (const item of hub.serve({ namespace: "default", watcherKeys: [watcher], prefixes: [] }, abort.signal)) received.push(item);
+    })();
     const targets = Array.from({ length: 5 }, (_, i) => `agent:main:subagent:t${i}`);
     const database = await connectTestClient(cluster.url, schema);
     try {

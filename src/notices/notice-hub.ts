@@ -15,14 +15,6 @@ export interface NoticeFilter {
 /** What a subscription sends: notices, and once the `synced` marker. */
 export type NoticeStreamItem = { notice: Notice } | { synced: { pendingDelivered: number } };
 
-/** The sending side of one subscriber's stream, with the transport's flow control. */
-export interface NoticeSink {
-  /** Queues an item; false when the transport is full (then wait for `drained()`). */
-  send(item: NoticeStreamItem): boolean;
-  /** Resolves when the transport can take more, or when the stream closes. */
-  drained(): Promise<void>;
-}
-
 /**
  * What the hub needs from durable state: the pending cursors of a filter, one pair's cursor, and the feed
  * of pairs whose pending notice opened, changed or closed (delivered after the change is durable). Every
@@ -164,26 +156,25 @@ export class NoticeHub {
   }
 
   /**
-   * Serves one subscriber until `signal` aborts: every notice pending for the filter, then the synced
-   * marker, then each notice as it opens or reopens.
+   * Serves one subscriber until `signal` aborts (or the consumer stops asking): every notice pending for
+   * the filter, then the synced marker, then each notice as it opens or reopens. The consumer's pace is the
+   * flow control: while it does not ask for the next item, changes only mark their pair, at most one entry
+   * per pair, and the notice sent when it asks again is read then, so it is the newest.
    */
-  async serve(filter: NoticeFilter, sink: NoticeSink, signal: AbortSignal): Promise<void> {
+  async *serve(filter: NoticeFilter, signal: AbortSignal): AsyncGenerator<NoticeStreamItem, void, undefined> {
     const sub = new Subscription(filter);
     this.register(sub);
     try {
-      const send = async (item: NoticeStreamItem): Promise<void> => {
-        if ("notice" in item) this.metrics?.noticesDelivered.inc();
-        if (!sink.send(item)) await sink.drained();
-      };
       let pendingDelivered = 0;
       for (const cursor of await this.store.pendingCursors(filter.namespace, filter.watcherKeys, filter.prefixes)) {
         if (signal.aborted) return;
         sub.sent.set(pairKey(cursor), sentStateOf(cursor));
-        await send({ notice: noticeFromCursor(cursor) });
+        this.metrics?.noticesDelivered.inc();
+        yield { notice: noticeFromCursor(cursor) };
         pendingDelivered++;
       }
       if (signal.aborted) return;
-      await send({ synced: { pendingDelivered } });
+      yield { synced: { pendingDelivered } };
       while (!signal.aborted) {
         if (sub.rereadAll) {
           sub.rereadAll = false;
@@ -210,7 +201,8 @@ export class NoticeHub {
         }
         if (sub.sent.get(key) === sentStateOf(cursor)) continue;
         sub.sent.set(key, sentStateOf(cursor));
-        await send({ notice: noticeFromCursor(cursor) });
+        this.metrics?.noticesDelivered.inc();
+        yield { notice: noticeFromCursor(cursor) };
       }
     } finally {
       this.unregister(sub);

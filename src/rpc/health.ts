@@ -47,16 +47,19 @@ export class HealthState {
         }
         return { statuses };
       },
-      watch: async (request, stream, { signal }) => {
-        while (!signal.aborted) {
-          stream.send({ status: this.statusOf(request.service) ?? ServingStatus.SERVICE_UNKNOWN });
-          try {
-            await once(this.changes, "change", { signal });
-          } catch {
-            return; // aborted: the stream is closing
-          }
-        }
-      },
+      watch: (request, { signal }) => this.statuses(request.service, signal),
     };
+  }
+
+  /** The service's status now, then each time it changes, until `signal` aborts. */
+  private async *statuses(service: string, signal: AbortSignal): AsyncGenerator<{ status: ServingStatus }> {
+    while (!signal.aborted) {
+      yield { status: this.statusOf(service) ?? ServingStatus.SERVICE_UNKNOWN };
+      try {
+        await once(this.changes, "change", { signal });
+      } catch {
+        return; // aborted: the stream is closing
+      }
+    }
   }
 }

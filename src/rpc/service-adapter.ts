@@ -19,14 +19,6 @@ export interface CallContext {
   readonly namespace: string;
 }
 
-/** The sending side of a server stream, with flow control. */
-export interface ServerStream<Out> {
-  /** Queues a message; false when the transport's buffer is full (wait for `drained()` before more). */
-  send(message: Out): boolean;
-  /** Resolves when the transport can take more messages, or when the stream closes. */
-  drained(): Promise<void>;
-}
-
 /**
  * A unary handler: returns the response (as a message, or already encoded), or throws (a `ServiceError`
  * for expected refusals).
@@ -36,12 +28,16 @@ export type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
   context: CallContext,
 ) => Promise<MessageInitShape<O> | WireMessage<O>>;
 
-/** A server-streaming handler: sends on `stream`, resolves to end the stream with OK, or throws. */
+/**
+ * A server-streaming handler: the responses, as an async iterable (an `async function*` in practice). Each
+ * is written when the transport can take it, so the handler's pace follows the client's. The stream ends
+ * with OK when they end, with the error's status when the iteration throws (a `ServiceError` for expected
+ * refusals), and early, with the iterator returned, when `context.signal` aborts.
+ */
 export type ServerStreamHandler<I extends DescMessage, O extends DescMessage> = (
   request: MessageShape<I>,
-  stream: ServerStream<MessageInitShape<O> | WireMessage<O>>,
   context: CallContext,
-) => Promise<void>;
+) => AsyncIterable<MessageInitShape<O> | WireMessage<O>>;
 
 /**
  * The handlers of a generated service, keyed by method local name. A missing or mistyped handler is a

@@ -127,19 +127,13 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
       const { page, nextPageToken } = paginate(cursors, limit, (c) => [c.watcherKey, c.target.agentId, c.target.key]);
       return listWatchesResponse(page, nextPageToken);
     },
-    subscribeStaleNotices: async (request, stream, context) => {
+    subscribeStaleNotices: async function* (request, context) {
       const filter = filterOf(context.namespace, request.watcherSessionKeys, request.watcherKeyPrefixes);
       authorizeKeys(context, filter.watcherKeys);
       authorizePrefixes(context, filter.prefixes);
-      await hub.serve(
-        filter,
-        {
-          send: (item) =>
-            stream.send("notice" in item ? noticeResponse(item.notice) : syncedResponse(item.synced.pendingDelivered)),
-          drained: () => stream.drained(),
-        },
-        context.signal,
-      );
+      for await (const item of hub.serve(filter, context.signal)) {
+        yield "notice" in item ? noticeResponse(item.notice) : syncedResponse(item.synced.pendingDelivered);
+      }
     },
     ackNotices: async (request, context) => {
       if (request.acks.length > maxAcksPerCall) throw invalidArgument("acks", `at most ${maxAcksPerCall} per call`);

@@ -1,0 +1,99 @@
+/**
+ * Who may make a call, in which namespace, with what request: the checks every call passes before its
+ * handler runs, the same for unary calls and server streams.
+ */
+import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
+import { status as GrpcStatus, type Metadata, type StatusObject } from "@grpc/grpc-js";
+import { mayUseNamespace, type Principal } from "../domain/principal.js";
+import { defaultNamespace, isValidNamespace } from "../domain/session-key.js";
+
+/** A status a call is answered or ended with. */
+export type Status = Pick<StatusObject, "code" | "details">;
+
+export const shuttingDown: Status = { code: GrpcStatus.UNAVAILABLE, details: "server is shutting down; retry later" };
+export const notServing: Status = { code: GrpcStatus.UNAVAILABLE, details: "database unavailable; retry later" };
+
+/** The request metadata that names a call's namespace (SPEC §12.1). */
+export const namespaceHeader = "sessionstate-namespace";
+
+/** Resolves a bearer token to its principal (`undefined`: unknown). */
+export type Authenticate = (token: string) => Principal | undefined;
+
+/** A call that passed: its caller (undefined when authentication is off or the service is public), namespace and request. */
+export interface AdmittedCall {
+  principal: Principal | undefined;
+  namespace: string;
+  request: unknown;
+}
+
+/**
+ * Admits a call or says why not: its bearer token (when `authenticate` is given), its namespace (public
+ * services are in none: `default`) and its request bytes, decoded as `method`'s input.
+ */
+export function admitCall(
+  method: DescMethod,
+  metadata: Metadata,
+  requestBytes: Buffer,
+  authenticate: Authenticate | undefined,
+  isPublic: boolean,
+): AdmittedCall | { status: Status } {
+  const auth = authenticateCall(metadata, authenticate);
+  if ("status" in auth) return auth;
+  const scope = isPublic ? { namespace: defaultNamespace } : namespaceOfCall(metadata, auth.principal);
+  if ("status" in scope) return scope;
+  const decoded = decodeRequest(method, requestBytes);
+  if ("status" in decoded) return decoded;
+  return { principal: auth.principal, namespace: scope.namespace, request: decoded.request };
+}
+
+/** The principal of a call, or a refusal. Public services and a server without auth have no principal. */
+function authenticateCall(metadata: Metadata, authenticate: Authenticate | undefined): { principal: Principal | undefined } | { status: Status } {
+  if (authenticate === undefined) return { principal: undefined };
+  const header = metadata.get("authorization")[0];
+  const match = typeof header === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  if (match === null) {
+    return { status: { code: GrpcStatus.UNAUTHENTICATED, details: "missing bearer token (send metadata authorization: Bearer <token>)" } };
+  }
+  const principal = authenticate(match[1]!);
+  if (principal === undefined) return { status: { code: GrpcStatus.UNAUTHENTICATED, details: "unknown bearer token" } };
+  return { principal };
+}
+
+/**
+ * The namespace of a call, or a refusal: absent is `default`; a malformed one is INVALID_ARGUMENT; one
+ * outside the principal's namespaces is PERMISSION_DENIED (admins may use any).
+ */
+function namespaceOfCall(metadata: Metadata, principal: Principal | undefined): { namespace: string } | { status: Status } {
+  const values = metadata.get(namespaceHeader);
+  const raw = values[0];
+  if (values.length > 1 || (raw !== undefined && typeof raw !== "string")) {
+    return { status: { code: GrpcStatus.INVALID_ARGUMENT, details: `${namespaceHeader}: give one namespace` } };
+  }
+  const namespace = raw === undefined || raw === "" ? defaultNamespace : raw;
+  if (!isValidNamespace(namespace)) {
+    return {
+      status: {
+        code: GrpcStatus.INVALID_ARGUMENT,
+        details: `${namespaceHeader}: must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit`,
+      },
+    };
+  }
+  if (principal !== undefined && !mayUseNamespace(principal, namespace)) {
+    return { status: { code: GrpcStatus.PERMISSION_DENIED, details: `namespace "${namespace}" is outside the scope of token "${principal.name}"` } };
+  }
+  return { namespace };
+}
+
+/** The request, or INVALID_ARGUMENT when its bytes are not a valid message of the method's input. */
+function decodeRequest(method: DescMethod, bytes: Buffer): { request: unknown } | { status: Status } {
+  try {
+    return { request: fromBinary(method.input, bytes) };
+  } catch {
+    return {
+      status: {
+        code: GrpcStatus.INVALID_ARGUMENT,
+        details: `request: not a valid ${method.input.typeName} message (strings must be valid UTF-8)`,
+      },
+    };
+  }
+}

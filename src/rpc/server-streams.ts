@@ -1,0 +1,115 @@
+/**
+ * Server streams: the one place that writes a handler's messages to a grpc-js call, waits for the
+ * transport to drain, and stops on abort. A handler returns an `AsyncIterable` of responses (as in
+ * connect-es and nice-grpc); the stream ends with OK when it is exhausted, with the error's status when it
+ * throws, and early (its iterator returned, so its `finally` blocks run) when the client cancels, the
+ * deadline passes or the server ends the stream.
+ */
+import { create, toBinary, type DescMessage, type DescMethod, type MessageInitShape } from "@bufbuild/protobuf";
+import { status as GrpcStatus, type ServerWritableStream } from "@grpc/grpc-js";
+import type { Logger } from "../logger.js";
+import { WireMessage } from "../codec/wire-message.js";
+import { admitCall, type Authenticate, type Status } from "./call-admission.js";
+import type { OpenStreams } from "./open-streams.js";
+import { methodPath, type CallContext, type ServerStreamHandler } from "./service-adapter.js";
+import { statusFromError } from "./status-from-error.js";
+
+/** What a call wrapper asks of the edge: whether calls are taken now, and where to report a call's end. */
+export interface CallGate {
+  /** The status to refuse a call with now (shutting down, not serving), or undefined to take it. */
+  refusal(isPublic: boolean): Status | undefined;
+  /** Called when a call ends, with its gRPC status code and duration. */
+  observe?: ((method: string, code: GrpcStatus, seconds: number) => void) | undefined;
+  log: Logger;
+}
+
+/** A response's bytes: a message is encoded, a `WireMessage` is already in wire form. */
+export function encodeResponse<O extends DescMessage>(schema: O, message: MessageInitShape<O> | WireMessage<O>): Buffer {
+  const bytes = message instanceof WireMessage ? message.bytes : toBinary(schema, create(schema, message));
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** A grpc-js handler for a server-streaming method. */
+export function serverStreamCall(
+  method: DescMethod,
+  handler: ServerStreamHandler<DescMessage, DescMessage>,
+  gate: CallGate,
+  streams: OpenStreams,
+  authenticate: Authenticate | undefined,
+  isPublic: boolean,
+): (call: ServerWritableStream<Buffer, Buffer>) => void {
+  const path = methodPath(method);
+  return (call) => {
+    const started = performance.now();
+    const observe = (code: GrpcStatus): void => gate.observe?.(path, code, (performance.now() - started) / 1000);
+    const refuse = (status: Status): void => {
+      observe(status.code);
+      call.emit("error", status);
+    };
+    const refusal = gate.refusal(isPublic);
+    if (refusal !== undefined) return refuse(refusal);
+    const admitted = admitCall(method, call.metadata, call.request, authenticate, isPublic);
+    if ("status" in admitted) return refuse(admitted.status);
+
+    const abort = new AbortController();
+    // grpc-js emits 'cancelled' on every close, a normal end included: `done` tells them apart.
+    let done = false;
+    const end = (code: GrpcStatus): void => {
+      done = true;
+      release();
+      abort.abort();
+      observe(code);
+    };
+    const finish = (status?: Status): void => {
+      if (done) return;
+      end(status?.code ?? GrpcStatus.OK);
+      if (status === undefined) call.end();
+      else call.emit("error", status);
+    };
+    const opened = streams.open(call.getPeer(), isPublic, finish);
+    if (typeof opened !== "function") return refuse(opened.status);
+    const release = opened;
+    call.once("cancelled", () => {
+      if (!done) end(GrpcStatus.CANCELLED);
+    });
+    const context: CallContext = { signal: abort.signal, method: path, principal: admitted.principal, namespace: admitted.namespace };
+    Promise.resolve()
+      .then(() => writeAll(handler(admitted.request as never, context), call, method.output, abort.signal))
+      .then(
+        () => finish(),
+        (err: unknown) => finish(statusFromError(err, gate.log, path)),
+      );
+  };
+}
+
+/**
+ * Writes every message of `messages` to `call`, waiting for the transport to drain whenever it is full,
+ * until the messages end or `signal` aborts (then the iterator is returned, so the handler cleans up).
+ */
+async function writeAll<O extends DescMessage>(
+  messages: AsyncIterable<MessageInitShape<O> | WireMessage<O>>,
+  call: ServerWritableStream<Buffer, Buffer>,
+  schema: O,
+  signal: AbortSignal,
+): Promise<void> {
+  if (signal.aborted) return;
+  for await (const message of messages) {
+    if (signal.aborted) return;
+    if (!call.write(encodeResponse(schema, message))) await drained(call, signal);
+    if (signal.aborted) return;
+  }
+}
+
+/** Resolves on the stream's next 'drain', or at once when `signal` is (or becomes) aborted. */
+function drained(call: ServerWritableStream<Buffer, Buffer>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const settle = (): void => {
+      call.off("drain", settle);
+      signal.removeEventListener("abort", settle);
+      resolve();
+    };
+    call.once("drain", settle);
+    signal.addEventListener("abort", settle, { once: true });
+  });
+}
