@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { getEventListeners } from "node:events";
+import { readFile } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -18,6 +19,22 @@ async function unusedAddress(): Promise<string> {
 }
 
 describe("client library", () => {
+  test("the package names every service, message schema and enum of its own generated code in its exports, and the generated code matches the server's", async () => {
+    const index: Record<string, unknown> = await import("../clients/typescript/src/index.js");
+    let named = 0;
+    for (const file of ["types", "signal_log", "watch", "reconcile", "upstream"]) {
+      const own: Record<string, unknown> = await import(`../clients/typescript/src/gen/sessionstate/v1/${file}_pb.js`);
+      for (const [name, value] of Object.entries(own)) {
+        assert.equal(index[name], value, `${name} of ${file}_pb is exported by name`);
+        named++;
+      }
+      const servers = await readFile(new URL(`../gen/sessionstate/v1/${file}_pb.ts`, import.meta.url), "utf8");
+      const clients = await readFile(new URL(`../clients/typescript/src/gen/sessionstate/v1/${file}_pb.ts`, import.meta.url), "utf8");
+      assert.equal(clients, servers, `${file}_pb.ts is generated from the same proto/ with the same plugin`);
+    }
+    assert.equal(named, 74);
+  });
+
   test("appendBestEffort against a stopped server returns undefined within its deadline and logs", async () => {
     const warnings: object[] = [];
     const client = new SessionStateClient({ address: await unusedAddress(), logger: { warn: (details) => warnings.push(details) } });

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { SessionStateClient, type ClientOptions } from "../../clients/typescript/src/session-state-client.js";
+import { SessionStateClient, type ClientOptions } from "@sessionstate/client";
 import { describeArgsError } from "../command-line.js";
 import { isValidNamespace } from "../domain/session-key.js";
 

@@ -30,14 +30,19 @@ describe("the @sessionstate/client package", () => {
     data.remove();
   });
 
-  test("installs with grpc-js and protobuf-es only: no SQLite, pino or prom-client", () => {
+  test("installs with grpc-js and protobuf-es (a ranged peer) only: no SQLite, pino or prom-client", () => {
     const installed = (name: string) => existsSync(join(project.dir, "node_modules", name));
     assert.ok(installed("@sessionstate/client"));
     assert.ok(installed("@grpc/grpc-js"));
     assert.ok(installed("@bufbuild/protobuf"));
     for (const name of ["better-sqlite3", "pino", "prom-client", "postgres", "tsx", "sessionstate"]) assert.equal(installed(name), false, name);
-    const manifest = JSON.parse(readFileSync(join(project.dir, "node_modules/@sessionstate/client/package.json"), "utf8")) as { dependencies: object };
-    assert.deepEqual(Object.keys(manifest.dependencies).sort(), ["@bufbuild/protobuf", "@grpc/grpc-js"]);
+    const manifest = JSON.parse(readFileSync(join(project.dir, "node_modules/@sessionstate/client/package.json"), "utf8")) as {
+      dependencies: object;
+      peerDependencies: object;
+    };
+    assert.deepEqual(Object.keys(manifest.dependencies).sort(), ["@grpc/grpc-js"]);
+    // protobuf-es is a peer, in a range, so a gateway that uses it too has one copy (npm installs it beside the client).
+    assert.deepEqual(manifest.peerDependencies, { "@bufbuild/protobuf": "^2.13.0" });
   });
 
   test("a plain node ESM script appends, is notified, acks, and gets a refusal as a status it can compare", async () => {

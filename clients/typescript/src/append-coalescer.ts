@@ -4,7 +4,7 @@ import {
   AppendRequestSchema,
   type AppendBatchResponse,
   type AppendResponse,
-} from "../../../gen/sessionstate/v1/signal_log_pb.js";
+} from "./gen/sessionstate/v1/signal_log_pb.js";
 
 type AppendInit = MessageInitShape<typeof AppendRequestSchema>;
 

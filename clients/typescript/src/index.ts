@@ -1,8 +1,9 @@
 /**
  * `@sessionstate/client`: the sessionstate client for TypeScript and JavaScript gateways. It exports
  * `SessionStateClient` (typed clients of the four services on one channel, coalesced and best-effort
- * appends, a reconnecting notice subscription, acks), the generated message types and enums, and the
- * gRPC status codes, so callers need no other import.
+ * appends, a reconnecting notice subscription, acks), the generated services, messages (each type with
+ * its schema) and enums of sessionstate.v1, named one by one, and the gRPC status codes, so callers need
+ * no other import. The generated code is this package's own (src/gen, from the repository's proto/).
  */
 export {
   SessionStateClient,
@@ -15,10 +16,144 @@ export {
 } from "./session-state-client.js";
 export type { AppendOptions } from "./append-coalescer.js";
 export type { CallError, CallOptions, ServerStreamCall, ServiceClient } from "./service-types.js";
-export * from "../../../gen/sessionstate/v1/types_pb.js";
-export * from "../../../gen/sessionstate/v1/signal_log_pb.js";
-export * from "../../../gen/sessionstate/v1/watch_pb.js";
-export * from "../../../gen/sessionstate/v1/reconcile_pb.js";
-export * from "../../../gen/sessionstate/v1/upstream_pb.js";
+export {
+  file_sessionstate_v1_types,
+  type SessionRef,
+  SessionRefSchema,
+  type EventPayload,
+  EventPayloadSchema,
+  type StateEvent,
+  StateEventSchema,
+  type Cursor,
+  CursorSchema,
+  EventKind,
+  EventKindSchema,
+  WatchProvenance,
+  WatchProvenanceSchema,
+  ActorType,
+  ActorTypeSchema,
+  RunOutcome,
+  RunOutcomeSchema,
+} from "./gen/sessionstate/v1/types_pb.js";
+export {
+  file_sessionstate_v1_signal_log,
+  type AppendRequest,
+  AppendRequestSchema,
+  type AppendResponse,
+  AppendResponseSchema,
+  type AppendBatchRequest,
+  AppendBatchRequestSchema,
+  type AppendBatchResponse,
+  AppendBatchResponseSchema,
+  type AppendResult,
+  AppendResultSchema,
+  type AppendFailure,
+  AppendFailureSchema,
+  type ResetSessionRequest,
+  ResetSessionRequestSchema,
+  type ResetSessionResponse,
+  ResetSessionResponseSchema,
+  type DeleteSessionRequest,
+  DeleteSessionRequestSchema,
+  type DeleteSessionResponse,
+  DeleteSessionResponseSchema,
+  type PruneRequest,
+  PruneRequestSchema,
+  type PruneResponse,
+  PruneResponseSchema,
+  SignalLog,
+} from "./gen/sessionstate/v1/signal_log_pb.js";
+export {
+  file_sessionstate_v1_watch,
+  type WatchRequest,
+  WatchRequestSchema,
+  type WatchResponse,
+  WatchResponseSchema,
+  type UnwatchRequest,
+  UnwatchRequestSchema,
+  type UnwatchResponse,
+  UnwatchResponseSchema,
+  type ListWatchesRequest,
+  ListWatchesRequestSchema,
+  type ListWatchesResponse,
+  ListWatchesResponseSchema,
+  type SubscribeStaleNoticesRequest,
+  SubscribeStaleNoticesRequestSchema,
+  type SubscribeStaleNoticesResponse,
+  SubscribeStaleNoticesResponseSchema,
+  type StaleNotice,
+  StaleNoticeSchema,
+  type Synced,
+  SyncedSchema,
+  type AckNoticesRequest,
+  AckNoticesRequestSchema,
+  type NoticeAck,
+  NoticeAckSchema,
+  type AckNoticesResponse,
+  AckNoticesResponseSchema,
+  type AckResult,
+  AckResultSchema,
+  Watch,
+} from "./gen/sessionstate/v1/watch_pb.js";
+export {
+  file_sessionstate_v1_reconcile,
+  type SessionStatusRequest,
+  SessionStatusRequestSchema,
+  type SessionStatusResponse,
+  SessionStatusResponseSchema,
+  type StateChanges,
+  StateChangesSchema,
+  type ListSessionsRequest,
+  ListSessionsRequestSchema,
+  type ListSessionsResponse,
+  ListSessionsResponseSchema,
+  type SessionSummary,
+  SessionSummarySchema,
+  type GetStateVersionsRequest,
+  GetStateVersionsRequestSchema,
+  type GetStateVersionsResponse,
+  GetStateVersionsResponseSchema,
+  type SessionVersion,
+  SessionVersionSchema,
+  Reconcile,
+} from "./gen/sessionstate/v1/reconcile_pb.js";
+export {
+  file_sessionstate_v1_upstream,
+  type AdoptRequest,
+  AdoptRequestSchema,
+  type LocalTranscript,
+  LocalTranscriptSchema,
+  type PairedNode,
+  PairedNodeSchema,
+  type AdoptResponse,
+  AdoptResponseSchema,
+  type UpstreamLink,
+  UpstreamLinkSchema,
+  type SetRunActiveRequest,
+  SetRunActiveRequestSchema,
+  type SetRunActiveResponse,
+  SetRunActiveResponseSchema,
+  type RecordOwnUserTextRequest,
+  RecordOwnUserTextRequestSchema,
+  type RecordOwnUserTextResponse,
+  RecordOwnUserTextResponseSchema,
+  type ReportRemoteItemsRequest,
+  ReportRemoteItemsRequestSchema,
+  type RemoteItem,
+  RemoteItemSchema,
+  type ReportRemoteItemsResponse,
+  ReportRemoteItemsResponseSchema,
+  type ListUpstreamLinksRequest,
+  ListUpstreamLinksRequestSchema,
+  type ListUpstreamLinksResponse,
+  ListUpstreamLinksResponseSchema,
+  type ScanNowRequest,
+  ScanNowRequestSchema,
+  type ScanNowResponse,
+  ScanNowResponseSchema,
+  RemoteItemKind,
+  RemoteItemKindSchema,
+  Upstream,
+} from "./gen/sessionstate/v1/upstream_pb.js";
 
 export { StatusCode } from "./status-code.js";

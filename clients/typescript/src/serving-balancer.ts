@@ -14,7 +14,7 @@ import {
   HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as ServingStatus,
   type HealthCheckResponse,
-} from "../../../gen/grpc/health/v1/health_pb.js";
+} from "./gen/grpc/health/v1/health_pb.js";
 
 /**
  * The name of the client's load-balancing policy: round robin over the replicas whose health says

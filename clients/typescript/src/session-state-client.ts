@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Client, credentials, status as GrpcStatus, type ChannelCredentials } from "@grpc/grpc-js";
-import { Reconcile } from "../../../gen/sessionstate/v1/reconcile_pb.js";
-import { SignalLog, type AppendRequestSchema, type AppendResponse } from "../../../gen/sessionstate/v1/signal_log_pb.js";
-import { Upstream } from "../../../gen/sessionstate/v1/upstream_pb.js";
-import { Watch, type AckResult, type StaleNotice } from "../../../gen/sessionstate/v1/watch_pb.js";
+import { Reconcile } from "./gen/sessionstate/v1/reconcile_pb.js";
+import { SignalLog, type AppendRequestSchema, type AppendResponse } from "./gen/sessionstate/v1/signal_log_pb.js";
+import { Upstream } from "./gen/sessionstate/v1/upstream_pb.js";
+import { Watch, type AckResult, type StaleNotice } from "./gen/sessionstate/v1/watch_pb.js";
 import { AppendCoalescer, defaultAppendRetry, defaultMaxBatchBytes, type AppendOptions, type AppendRetry } from "./append-coalescer.js";
 import { registerServingRoundRobin, servingRoundRobin } from "./serving-balancer.js";
 import { createServiceClient } from "./service-client.js";
