@@ -136,48 +136,12 @@ export function isLoopbackHost(host: string): boolean {
  * variables, variables over defaults). Throws one ConfigError listing every bad value.
  */
 export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Config {
-  const problems: string[] = [];
-  let flags: Partial<Record<SettingName, string>> & { "insecure-bind"?: boolean } = {};
-  try {
-    const options = {
-      ...Object.fromEntries(Object.keys(settings).map((name) => [name, { type: "string" as const }])),
-      "insecure-bind": { type: "boolean" as const },
-    };
-    flags = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values as typeof flags;
-  } catch (err) {
-    problems.push(describeArgsError(err));
-  }
-  const raw = (name: SettingName): { value: string; source: string } | undefined => {
-    const flag = flags[name];
-    if (flag !== undefined) return { value: flag, source: `--${name}` };
-    const fromEnv = env[settings[name].env];
-    if (fromEnv !== undefined && fromEnv !== "") return { value: fromEnv, source: settings[name].env };
-    return undefined;
-  };
-  const integer = (name: SettingName, fallback: number, min: number, max: number): number => {
-    const setting = raw(name);
-    if (setting === undefined) return fallback;
-    const value = Number(setting.value);
-    if (!/^\d+$/.test(setting.value.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-      problems.push(`${setting.source}: must be a whole number from ${min} to ${max} (got "${setting.value}")`);
-      return fallback;
-    }
-    return value;
-  };
-  const choice = <T extends string>(name: SettingName, fallback: T, allowed: readonly T[]): T => {
-    const setting = raw(name);
-    if (setting === undefined) return fallback;
-    if (!(allowed as readonly string[]).includes(setting.value)) {
-      problems.push(`${setting.source}: must be one of ${allowed.join(", ")} (got "${setting.value}")`);
-      return fallback;
-    }
-    return setting.value as T;
-  };
-
+  const read = new SettingReader(args, env);
+  const { integer, choice } = read;
   const config: Config = {
-    dbPath: raw("db")?.value ?? defaultConfig.dbPath,
-    dbSchema: raw("db-schema")?.value ?? defaultConfig.dbSchema,
-    nodeId: raw("node-id")?.value.trim() ?? defaultConfig.nodeId,
+    dbPath: read.raw("db")?.value ?? defaultConfig.dbPath,
+    dbSchema: read.raw("db-schema")?.value ?? defaultConfig.dbSchema,
+    nodeId: read.raw("node-id")?.value.trim() ?? defaultConfig.nodeId,
     listenHost: defaultConfig.listenHost,
     listenPort: defaultConfig.listenPort,
     durability: choice<Durability>("durability", defaultConfig.durability, ["normal", "full"]),
@@ -185,84 +149,170 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
     maxEvents: integer("max-events", defaultConfig.maxEvents, 1, 1_000_000_000),
     pruneIntervalMs: integer("prune-interval-ms", defaultConfig.pruneIntervalMs, 1000, 7 * 86_400_000),
     logLevel: choice<LogLevel>("log-level", defaultConfig.logLevel, logLevels),
-    transcriptRoot: undefined,
+    transcriptRoot: readTranscriptRoot(read),
     monitorIntervalMs: integer("monitor-interval-ms", defaultConfig.monitorIntervalMs, 100, 86_400_000),
     maxLineBytes: integer("max-line-bytes", defaultConfig.maxLineBytes, 1024, 1024 * 1024 * 1024),
-    syntheticPrefixes: defaultConfig.syntheticPrefixes,
-    tokensFile: raw("tokens-file")?.value,
-    tls: undefined,
-    insecureBind: flags["insecure-bind"] === true || ["1", "true"].includes(env[insecureBindEnv] ?? ""),
-    metricsListen: undefined,
+    syntheticPrefixes: readSyntheticPrefixes(read),
+    tokensFile: readTokensFile(read),
+    tls: readTls(read),
+    insecureBind: read.insecureBind || ["1", "true"].includes(env[insecureBindEnv] ?? ""),
+    metricsListen: read.address("metrics-listen"),
     maxRequestBytes: integer("max-request-bytes", defaultConfig.maxRequestBytes, 1024, 64 * 1024 * 1024),
     statusCacheBytes: integer("status-cache-bytes", defaultConfig.statusCacheBytes, 0, 4 * 1024 * 1024 * 1024),
     maxStreamsPerConnection: integer("max-streams-per-connection", defaultConfig.maxStreamsPerConnection, 1, 100_000),
     maxStreams: integer("max-streams", defaultConfig.maxStreams, 1, 1_000_000),
   };
-  const readPem = (name: SettingName): Buffer | undefined => {
-    const setting = raw(name);
+  const listen = read.address("listen");
+  if (listen !== undefined) [config.listenHost, config.listenPort] = [listen.host, listen.port];
+  const problems = [...read.problems, ...databaseProblems(config), ...exposureProblems(config)];
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+/**
+ * Reads settings from flags, then environment variables (flags win), and collects every problem instead
+ * of stopping at the first: each reader returns the fallback after noting what was wrong.
+ */
+class SettingReader {
+  readonly problems: string[] = [];
+  private readonly flags: Partial<Record<SettingName, string>> & { "insecure-bind"?: boolean } = {};
+
+  constructor(
+    args: readonly string[],
+    private readonly env: NodeJS.ProcessEnv,
+  ) {
+    try {
+      const options = {
+        ...Object.fromEntries(Object.keys(settings).map((name) => [name, { type: "string" as const }])),
+        "insecure-bind": { type: "boolean" as const },
+      };
+      this.flags = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values as typeof this.flags;
+    } catch (err) {
+      this.problems.push(describeArgsError(err));
+    }
+  }
+
+  get insecureBind(): boolean {
+    return this.flags["insecure-bind"] === true;
+  }
+
+  /** A setting's text and where it came from (`--flag` or the variable), if it was given. */
+  raw(name: SettingName): { value: string; source: string } | undefined {
+    const flag = this.flags[name];
+    if (flag !== undefined) return { value: flag, source: `--${name}` };
+    const fromEnv = this.env[settings[name].env];
+    if (fromEnv !== undefined && fromEnv !== "") return { value: fromEnv, source: settings[name].env };
+    return undefined;
+  }
+
+  readonly integer = (name: SettingName, fallback: number, min: number, max: number): number => {
+    const setting = this.raw(name);
+    if (setting === undefined) return fallback;
+    const value = Number(setting.value);
+    if (!/^\d+$/.test(setting.value.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+      this.problems.push(`${setting.source}: must be a whole number from ${min} to ${max} (got "${setting.value}")`);
+      return fallback;
+    }
+    return value;
+  };
+
+  readonly choice = <T extends string>(name: SettingName, fallback: T, allowed: readonly T[]): T => {
+    const setting = this.raw(name);
+    if (setting === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(setting.value)) {
+      this.problems.push(`${setting.source}: must be one of ${allowed.join(", ")} (got "${setting.value}")`);
+      return fallback;
+    }
+    return setting.value as T;
+  };
+
+  /** A HOST:PORT setting. */
+  address(name: "listen" | "metrics-listen"): { host: string; port: number } | undefined {
+    const setting = this.raw(name);
+    if (setting === undefined) return undefined;
+    const address = parseHostPort(setting.value);
+    if (address === undefined) this.problems.push(`${setting.source}: must be HOST:PORT with a port from 0 to 65535 (got "${setting.value}")`);
+    return address;
+  }
+
+  /** The bytes of the file a setting names. */
+  file(name: SettingName): Buffer | undefined {
+    const setting = this.raw(name);
     if (setting === undefined) return undefined;
     try {
       return readFileSync(setting.value);
     } catch {
-      problems.push(`${setting.source}: cannot read "${setting.value}"`);
+      this.problems.push(`${setting.source}: cannot read "${setting.value}"`);
       return undefined;
     }
-  };
-  const certPem = readPem("tls-cert");
-  const keyPem = readPem("tls-key");
-  const clientCaPem = readPem("tls-client-ca");
-  if ((raw("tls-cert") === undefined) !== (raw("tls-key") === undefined)) {
-    problems.push("--tls-cert and --tls-key: give both or neither");
-  } else if (raw("tls-client-ca") !== undefined && raw("tls-cert") === undefined) {
-    problems.push("--tls-client-ca: needs --tls-cert and --tls-key");
   }
-  if (certPem !== undefined && keyPem !== undefined) config.tls = clientCaPem === undefined ? { certPem, keyPem } : { certPem, keyPem, clientCaPem };
-  const tokensFile = raw("tokens-file");
-  if (tokensFile !== undefined) {
-    try {
-      new TokenRegistry(tokensFile.value);
-    } catch (err) {
-      problems.push(`${tokensFile.source}: ${(err as Error).message}`);
-    }
+}
+
+/** The TLS files: a certificate and a key together, and a client CA only with them. */
+function readTls(read: SettingReader): Config["tls"] {
+  const certPem = read.file("tls-cert");
+  const keyPem = read.file("tls-key");
+  const clientCaPem = read.file("tls-client-ca");
+  if ((read.raw("tls-cert") === undefined) !== (read.raw("tls-key") === undefined)) {
+    read.problems.push("--tls-cert and --tls-key: give both or neither");
+  } else if (read.raw("tls-client-ca") !== undefined && read.raw("tls-cert") === undefined) {
+    read.problems.push("--tls-client-ca: needs --tls-cert and --tls-key");
   }
-  const metrics = raw("metrics-listen");
-  if (metrics !== undefined) {
-    const address = parseHostPort(metrics.value);
-    if (address === undefined) problems.push(`${metrics.source}: must be HOST:PORT with a port from 0 to 65535 (got "${metrics.value}")`);
-    else config.metricsListen = address;
+  if (certPem === undefined || keyPem === undefined) return undefined;
+  return clientCaPem === undefined ? { certPem, keyPem } : { certPem, keyPem, clientCaPem };
+}
+
+/** The tokens file's path, once the file has been read and found valid. */
+function readTokensFile(read: SettingReader): string | undefined {
+  const tokensFile = read.raw("tokens-file");
+  if (tokensFile === undefined) return undefined;
+  try {
+    new TokenRegistry(tokensFile.value);
+  } catch (err) {
+    read.problems.push(`${tokensFile.source}: ${(err as Error).message}`);
   }
-  const root = raw("transcript-root");
-  if (root !== undefined) {
-    try {
-      const real = realpathSync(root.value);
-      if (statSync(real).isDirectory()) config.transcriptRoot = real;
-      else problems.push(`${root.source}: must be a directory (got "${root.value}")`);
-    } catch {
-      problems.push(`${root.source}: must be an existing directory (got "${root.value}")`);
-    }
+  return tokensFile.value;
+}
+
+/** The transcript root, resolved through symlinks: it must be an existing directory. */
+function readTranscriptRoot(read: SettingReader): string | undefined {
+  const root = read.raw("transcript-root");
+  if (root === undefined) return undefined;
+  try {
+    const real = realpathSync(root.value);
+    if (statSync(real).isDirectory()) return real;
+    read.problems.push(`${root.source}: must be a directory (got "${root.value}")`);
+  } catch {
+    read.problems.push(`${root.source}: must be an existing directory (got "${root.value}")`);
   }
-  const prefixes = raw("synthetic-prefixes");
-  if (prefixes !== undefined) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(prefixes.value);
-    } catch {
-      parsed = undefined;
-    }
-    // The built-in prefixes are the floor: configured ones add to them (SPEC §8.1). A prefix fits in the
-    // head a long line's strings keep when streamed, so the verdict is the same as a whole parse's.
-    const maxChars = defaultSkimLimits.headChars;
-    if (Array.isArray(parsed) && parsed.every((p) => typeof p === "string" && p !== "" && p.length <= maxChars)) {
-      config.syntheticPrefixes = [...defaultSyntheticPrefixes, ...(parsed as string[])];
-    }
-    else problems.push(`${prefixes.source}: must be a JSON array of non-empty strings of at most ${maxChars} characters`);
+  return undefined;
+}
+
+/**
+ * The synthetic prefixes: the built-in ones are the floor, and configured ones add to them (SPEC §8.1). A
+ * prefix fits in the head a long line's strings keep when streamed, so the verdict is the same as a whole
+ * parse's.
+ */
+function readSyntheticPrefixes(read: SettingReader): readonly string[] {
+  const prefixes = read.raw("synthetic-prefixes");
+  if (prefixes === undefined) return defaultConfig.syntheticPrefixes;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(prefixes.value);
+  } catch {
+    parsed = undefined;
   }
-  const listen = raw("listen");
-  if (listen !== undefined) {
-    const address = parseHostPort(listen.value);
-    if (address === undefined) problems.push(`${listen.source}: must be HOST:PORT with a port from 0 to 65535 (got "${listen.value}")`);
-    else [config.listenHost, config.listenPort] = [address.host, address.port];
+  const maxChars = defaultSkimLimits.headChars;
+  if (Array.isArray(parsed) && parsed.every((p) => typeof p === "string" && p !== "" && p.length <= maxChars)) {
+    return [...defaultSyntheticPrefixes, ...(parsed as string[])];
   }
+  read.problems.push(`${prefixes.source}: must be a JSON array of non-empty strings of at most ${maxChars} characters`);
+  return defaultConfig.syntheticPrefixes;
+}
+
+/** What is wrong with the database settings: the path or URL, the schema, the node id. */
+function databaseProblems(config: Config): string[] {
+  const problems: string[] = [];
   if (config.dbPath.trim() === "") problems.push("--db: must not be empty");
   if (isPostgresUrl(config.dbPath)) {
     try {
@@ -277,13 +327,15 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
   if (config.nodeId === "" || config.nodeId.length > 255 || /[\u0000-\u001f\u007f]/u.test(config.nodeId)) {
     problems.push("--node-id: must be 1 to 255 characters without control characters");
   }
-  if (!isLoopbackHost(config.listenHost) && !config.insecureBind && (config.tls === undefined || config.tokensFile === undefined)) {
-    problems.push(
-      `--listen: ${config.listenHost} is not a loopback address, so it needs TLS (--tls-cert, --tls-key) and authentication (--tokens-file); --insecure-bind overrides this`,
-    );
-  }
-  if (problems.length > 0) throw new ConfigError(problems);
-  return config;
+  return problems;
+}
+
+/** Loopback by default: any other address needs TLS and tokens, unless `--insecure-bind` says otherwise. */
+function exposureProblems(config: Config): string[] {
+  if (isLoopbackHost(config.listenHost) || config.insecureBind || (config.tls !== undefined && config.tokensFile !== undefined)) return [];
+  return [
+    `--listen: ${config.listenHost} is not a loopback address, so it needs TLS (--tls-cert, --tls-key) and authentication (--tokens-file); --insecure-bind overrides this`,
+  ];
 }
 
 /** Splits `host:port` or `[v6]:port`; `undefined` when malformed. */

@@ -91,71 +91,72 @@ function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
-/**
- * Opens the database, builds the services and starts serving. Throws `DatabaseInUseError` when another
- * process owns the database, and the bind error when the address is taken. On PostgreSQL, a database
- * that cannot be reached does not stop it: it serves health (NOT_SERVING), refuses other calls with
- * UNAVAILABLE and keeps trying (SPEC §11); any other failure to open the database is thrown.
- */
-export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened, onFatal }: ServerOptions): Promise<RunningServer> {
-  const log = logger.child({ component: "server" });
-  const tokens = config.tokensFile === undefined ? undefined : new TokenRegistry(config.tokensFile);
-  const storeLog = logger.child({ component: "store" });
-  let metrics: Metrics | undefined;
-  const storage: StorageObserver = {
+/** The storage observer of the stores: the gauge, the refusal count and one log line per change. */
+function storageObserver(storeLog: Logger, metrics: () => Metrics | undefined): StorageObserver {
+  return {
     fullChanged: (full) => {
-      metrics?.storageFull.set(full ? 1 : 0);
+      metrics()?.storageFull.set(full ? 1 : 0);
       if (full) storeLog.error("storage is full: writes are refused until space is freed");
       else storeLog.info("storage is writable again");
     },
-    refused: () => metrics?.storageRefusals.inc(),
+    refused: () => metrics()?.storageRefusals.inc(),
   };
-  const postgres = isPostgresUrl(config.dbPath)
-    ? new PostgresStore({
-        target: parsePostgresUrl(config.dbPath),
-        schema: config.dbSchema,
-        durability: config.durability,
-        nodeId: config.nodeId,
-        encodeEvent: encodeStateEvent,
-        nowMs: () => clock.nowMs(),
-        storage,
-        // While the database is away health says so once; any other failure of the feed is worth a warning.
-        onFeedError: (err) =>
-          storeFaultOf(err) === "unreachable"
-            ? storeLog.debug({ err }, "reading other replicas' changes failed; retrying")
-            : storeLog.warn({ err }, "reading other replicas' changes failed; retrying"),
-      })
-    : undefined;
-  // The first attempt is made before listening: a database that is there is served from the first call.
-  let databaseReady = postgres === undefined;
-  if (postgres !== undefined) {
-    try {
-      await postgres.start();
-      databaseReady = true;
-    } catch (err) {
-      if (storeFaultOf(err) !== "unreachable") {
-        await postgres.close();
-        throw err;
-      }
-      storeLog.error({ err }, "database unreachable: listening, not serving, and retrying");
-    }
+}
+
+/** The store the configuration names, and on PostgreSQL whether its database answered the first attempt. */
+interface OpenedStore {
+  store: Store;
+  postgres: PostgresStore | undefined;
+  ready: boolean;
+  description: string;
+}
+
+/**
+ * Opens the SQLite file, or connects to PostgreSQL once before listening, so a database that is there is
+ * served from the first call. An unreachable PostgreSQL is not an error here (the caller keeps trying);
+ * any other failure to open is thrown.
+ */
+async function openStore(config: Config, clock: Clock, storeLog: Logger, storage: StorageObserver): Promise<OpenedStore> {
+  if (!isPostgresUrl(config.dbPath)) {
+    return { store: SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, storage), postgres: undefined, ready: true, description: config.dbPath };
   }
-  const store: Store = postgres ?? SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, storage);
-  const dbDescription = postgres === undefined ? config.dbPath : `${redactPostgresUrl(config.dbPath)} schema ${config.dbSchema}`;
-  onStoreOpened?.(store);
-  // Jobs that run on one replica at a time hold a lease; this process is one holder.
-  const leaseHolder = `${config.nodeId}/${process.pid}/${randomUUID()}`;
-  let edge: RpcEdge | undefined;
-  const databaseReachable = (): boolean => postgres === undefined || (databaseReady && postgres.isReachable);
-  // A scrape while the database is away answers at once, with the gauges it cannot read left as they were.
-  const unlessUnreachable = <T>(read: () => Promise<T>): Promise<T> =>
-    databaseReachable() ? read() : Promise.reject(new Error("the database is unreachable"));
-  metrics = new Metrics({
-    openStreams: () => edge?.openStreams ?? 0,
-    pendingNotices: () => unlessUnreachable(() => store.countPendingNotices()),
-    databaseBytes: () => unlessUnreachable(() => store.databaseBytes()),
-    databaseReachable,
+  const postgres = new PostgresStore({
+    target: parsePostgresUrl(config.dbPath),
+    schema: config.dbSchema,
+    durability: config.durability,
+    nodeId: config.nodeId,
+    encodeEvent: encodeStateEvent,
+    nowMs: () => clock.nowMs(),
+    storage,
+    // While the database is away health says so once; any other failure of the feed is worth a warning.
+    onFeedError: (err) =>
+      storeFaultOf(err) === "unreachable"
+        ? storeLog.debug({ err }, "reading other replicas' changes failed; retrying")
+        : storeLog.warn({ err }, "reading other replicas' changes failed; retrying"),
   });
+  const description = `${redactPostgresUrl(config.dbPath)} schema ${config.dbSchema}`;
+  try {
+    await postgres.start();
+    return { store: postgres, postgres, ready: true, description };
+  } catch (err) {
+    if (storeFaultOf(err) !== "unreachable") {
+      await postgres.close();
+      throw err;
+    }
+    storeLog.error({ err }, "database unreachable: listening, not serving, and retrying");
+    return { store: postgres, postgres, ready: false, description };
+  }
+}
+
+/** The jobs of one process: retention and the upstream monitor's ticks, each under its lease. */
+interface Jobs {
+  retention: Retention;
+  activity: SessionActivity;
+  monitor: UpstreamMonitor;
+  monitorJob: MonitorJob;
+}
+
+function createJobs(config: Config, store: Store, clock: Clock, logger: Logger, metrics: Metrics, leaseHolder: string): Jobs {
   const retention = new Retention(
     store,
     clock,
@@ -164,8 +165,6 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     metrics,
     () => store.tryLease("retention", leaseHolder, 2 * config.pruneIntervalMs),
   );
-  const hub = new NoticeHub(store, logger.child({ component: "notices" }), metrics);
-  hub.start();
   const activity = new SessionActivity(store, clock);
   const monitor = new UpstreamMonitor(
     store,
@@ -181,6 +180,15 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     logger.child({ component: "upstream" }),
     () => store.tryLease(`monitor:${config.nodeId}`, leaseHolder, 3 * config.monitorIntervalMs),
   );
+  return { retention, activity, monitor, monitorJob };
+}
+
+/** The gRPC server with every service on the edge, health and reflection; not bound yet. */
+function createGrpcServer(
+  config: Config,
+  parts: { store: Store; hub: NoticeHub; jobs: Jobs; clock: Clock; metrics: Metrics; tokens: TokenRegistry | undefined; logger: Logger },
+): { server: Server; edge: RpcEdge; health: HealthState } {
+  const { store, hub, jobs, clock, metrics, tokens, logger } = parts;
   const server = new Server({
     // Find dead peers: ping after a minute of silence, give up after 20 s without an answer.
     "grpc.keepalive_time_ms": 60_000,
@@ -192,7 +200,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     // Nothing serves channelz here, and its per-call bookkeeping costs CPU on every call.
     "grpc.enable_channelz": 0,
   });
-  edge = new RpcEdge(server, logger.child({ component: "rpc" }), {
+  const edge = new RpcEdge(server, logger.child({ component: "rpc" }), {
     authenticate: tokens === undefined ? undefined : (token) => tokens.authenticate(token),
     maxStreamsPerConnection: config.maxStreamsPerConnection,
     maxStreams: config.maxStreams,
@@ -200,10 +208,10 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   });
   const services = [SignalLog, Watch, Reconcile, Upstream];
   const health = new HealthState(services.map((service) => service.typeName));
-  edge.addService(SignalLog, signalLogHandlers({ store, clock, retention, metrics, log: logger.child({ component: "rpc" }) }));
+  edge.addService(SignalLog, signalLogHandlers({ store, clock, retention: jobs.retention, metrics, log: logger.child({ component: "rpc" }) }));
   edge.addService(Watch, watchHandlers({ store, hub, clock, metrics }));
   edge.addService(Reconcile, reconcileHandlers({ store, statusCacheBytes: config.statusCacheBytes, metrics }));
-  edge.addService(Upstream, upstreamHandlers({ store, monitor, activity, clock, transcriptRoot: config.transcriptRoot }));
+  edge.addService(Upstream, upstreamHandlers({ store, monitor: jobs.monitor, activity: jobs.activity, clock, transcriptRoot: config.transcriptRoot }));
   edge.addService(Health, health.handlers(), { isPublic: true });
   addReflection(server, [
     file_sessionstate_v1_signal_log,
@@ -212,24 +220,214 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     file_sessionstate_v1_upstream,
     file_grpc_health_v1_health,
   ]);
+  return { server, edge, health };
+}
 
-  let port: number;
-  let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
-  try {
-    port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(formatHostPort(config.listenHost, config.listenPort), credentialsOf(config), (err, bound) =>
-        err === null ? resolve(bound) : reject(err),
-      );
-    });
-    if (config.metricsListen !== undefined) {
-      metricsServer = await serveMetrics(metrics, config.metricsListen.host, config.metricsListen.port);
+type MetricsServer = Awaited<ReturnType<typeof serveMetrics>>;
+
+/** Binds the gRPC address, then the metrics listener when configured. */
+async function listen(server: Server, config: Config, metrics: Metrics): Promise<{ port: number; metricsServer: MetricsServer | undefined }> {
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(formatHostPort(config.listenHost, config.listenPort), credentialsOf(config), (err, bound) =>
+      err === null ? resolve(bound) : reject(err),
+    );
+  });
+  const metricsServer = config.metricsListen === undefined ? undefined : await serveMetrics(metrics, config.metricsListen.host, config.metricsListen.port);
+  return { port, metricsServer };
+}
+
+/**
+ * Tries to start the PostgreSQL store until it answers (jittered backoff, from `startRetryFirstMs` up to
+ * `startRetryMostMs`) or `stopping()` says to give up; calls `ready` once it answered, `fatal` when it
+ * failed for a reason other than reachability (a schema newer than this program).
+ */
+async function retryUntilDatabaseAnswers(
+  postgres: PostgresStore,
+  stopping: () => boolean,
+  ready: () => Promise<void>,
+  fatal: (err: unknown) => void,
+): Promise<void> {
+  for (let attempt = 0; !stopping(); attempt++) {
+    await pause(Math.min(startRetryMostMs, startRetryFirstMs * 2 ** attempt) * (0.5 + Math.random() / 2));
+    if (stopping()) return;
+    try {
+      await postgres.start();
+    } catch (err) {
+      if (storeFaultOf(err) === "unreachable") continue;
+      fatal(err);
+      return;
     }
+    if (stopping()) return;
+    await ready();
+    return;
+  }
+}
+
+/** Closes an HTTP server and every connection it holds. */
+function closeHttp(http: MetricsServer["server"]): Promise<void> {
+  return new Promise<void>((resolve) => {
+    http.close(() => resolve());
+    http.closeAllConnections();
+  });
+}
+
+/** Lets the gRPC server's connections close by themselves for `connectionGraceMs`, then cuts them. */
+function shutDownTransport(server: Server, log: Logger): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      log.warn({ graceMs: connectionGraceMs }, "connections still open after the calls were answered; closing them");
+      server.forceShutdown();
+      resolve();
+    }, connectionGraceMs);
+    timer.unref();
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Health and the edge follow the database (SPEC §11): a database that answered serves at once and starts
+ * the jobs (`started` resolves after); one that did not is tried again in the background, and serves and
+ * starts the jobs once it answers. On PostgreSQL, SERVING and NOT_SERVING then follow its reachability.
+ * `stop()` ends all of it.
+ */
+function followDatabase(
+  opened: OpenedStore,
+  hooks: { setServing: (serving: boolean) => void; startJobs: () => Promise<void>; log: Logger; onFatal: ((error: unknown) => void) | undefined },
+): { readonly ready: boolean; started: Promise<void>; stop(): void } {
+  const { postgres } = opened;
+  const { setServing, startJobs, log } = hooks;
+  let ready = opened.ready;
+  let stopping = false;
+  const unfollow = postgres?.onReachabilityChange((reachable) => {
+    if (stopping || !ready) return;
+    setServing(reachable);
+    if (reachable) log.info("database reachable again: serving");
+    else log.error("database unreachable: not serving");
+  });
+  let started: Promise<void>;
+  if (ready) {
+    setServing(true);
+    started = startJobs();
+  } else {
+    setServing(false);
+    started = Promise.resolve();
+    void retryUntilDatabaseAnswers(
+      postgres!,
+      () => stopping,
+      async () => {
+        ready = true;
+        setServing(postgres!.isReachable);
+        log.info("database reachable: serving");
+        await startJobs();
+      },
+      (err) => {
+        log.fatal({ err }, "opening the database failed");
+        hooks.onFatal?.(err);
+      },
+    );
+  }
+  return {
+    get ready() {
+      return ready;
+    },
+    started,
+    stop: () => {
+      stopping = true;
+      unfollow?.();
+    },
+  };
+}
+
+/**
+ * The graceful stop, within `stopBudgetMs` whatever the database does (SPEC §11): new calls refused and
+ * streams ended with UNAVAILABLE, unary calls given `callGraceMs`, connections closed, jobs stopped, leases
+ * given up, the metrics listener and the store closed.
+ */
+async function stopGracefully(parts: {
+  server: Server;
+  edge: RpcEdge;
+  hub: NoticeHub;
+  jobs: Jobs;
+  store: Store;
+  postgres: PostgresStore | undefined;
+  metricsServer: MetricsServer | undefined;
+  leaseHolder: string;
+  log: Logger;
+}): Promise<void> {
+  const { server, edge, hub, jobs, store, postgres, metricsServer, leaseHolder, log } = parts;
+  const stopByMs = performance.now() + stopBudgetMs;
+  const remainingMs = (): number => Math.max(0, stopByMs - performance.now());
+  edge.shutDownCalls();
+  await edge.drainUnaryCalls(callGraceMs);
+  await shutDownTransport(server, log);
+  hub.stop();
+  await settleWithin(remainingMs(), jobs.monitorJob.stop());
+  await settleWithin(remainingMs(), jobs.retention.stop());
+  // Another replica may take this one's jobs at once rather than after the leases expire.
+  if (postgres?.isReachable === true) {
+    await settleWithin(
+      Math.min(remainingMs(), 1000),
+      postgres.releaseLeases(leaseHolder).catch((err: unknown) => log.warn({ err }, "releasing job leases failed")),
+    );
+  }
+  if (metricsServer !== undefined) await closeHttp(metricsServer.server);
+  if (postgres !== undefined) await postgres.close(remainingMs());
+  else await store.close();
+  log.info("stopped");
+}
+
+/**
+ * Opens the database, builds the services and starts serving. Throws `DatabaseInUseError` when another
+ * process owns the database, and the bind error when the address is taken. On PostgreSQL, a database
+ * that cannot be reached does not stop it: it serves health (NOT_SERVING), refuses other calls with
+ * UNAVAILABLE and keeps trying (SPEC §11); any other failure to open the database is thrown.
+ */
+export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened, onFatal }: ServerOptions): Promise<RunningServer> {
+  const log = logger.child({ component: "server" });
+  const tokens = config.tokensFile === undefined ? undefined : new TokenRegistry(config.tokensFile);
+  // The store may report full storage before the metrics exist: it reaches them through this.
+  let metrics: Metrics | undefined;
+  const opened = await openStore(config, clock, logger.child({ component: "store" }), storageObserver(logger.child({ component: "store" }), () => metrics));
+  const { store, postgres } = opened;
+  // Until the database is followed (below), it is ready when the first attempt found it.
+  let databaseReady = (): boolean => opened.ready;
+  onStoreOpened?.(store);
+  // Jobs that run on one replica at a time hold a lease; this process is one holder.
+  const leaseHolder = `${config.nodeId}/${process.pid}/${randomUUID()}`;
+  // The metrics count open streams through the edge, made after them.
+  let edge: RpcEdge | undefined;
+  const databaseReachable = (): boolean => postgres === undefined || (databaseReady() && postgres.isReachable);
+  // A scrape while the database is away answers at once, with the gauges it cannot read left as they were.
+  const unlessUnreachable = <T>(read: () => Promise<T>): Promise<T> =>
+    databaseReachable() ? read() : Promise.reject(new Error("the database is unreachable"));
+  const serverMetrics = new Metrics({
+    openStreams: () => edge?.openStreams ?? 0,
+    pendingNotices: () => unlessUnreachable(() => store.countPendingNotices()),
+    databaseBytes: () => unlessUnreachable(() => store.databaseBytes()),
+    databaseReachable,
+  });
+  metrics = serverMetrics;
+  const jobs = createJobs(config, store, clock, logger, serverMetrics, leaseHolder);
+  const hub = new NoticeHub(store, logger.child({ component: "notices" }), serverMetrics);
+  hub.start();
+  const grpc = createGrpcServer(config, { store, hub, jobs, clock, metrics: serverMetrics, tokens, logger });
+  const { server, health } = grpc;
+  edge = grpc.edge;
+  const rpcEdge = grpc.edge;
+
+  let bound: Awaited<ReturnType<typeof listen>>;
+  try {
+    bound = await listen(server, config, serverMetrics);
   } catch (err) {
     server.forceShutdown();
     hub.stop();
     await store.close();
     throw err;
   }
+  const { port, metricsServer } = bound;
   if (!isLoopbackHost(config.listenHost) && (config.tls === undefined || tokens === undefined)) {
     log.warn(
       { address: config.listenHost, tls: config.tls !== undefined, auth: tokens !== undefined },
@@ -237,116 +435,49 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     );
   }
 
-  let stopping = false;
   /** Serving: health SERVING and calls taken, or NOT_SERVING and calls refused at once. */
   const setServing = (serving: boolean): void => {
     health.setServing(serving);
-    edge.setAvailable(serving);
+    rpcEdge.setAvailable(serving);
   };
-  // On PostgreSQL health follows the database: NOT_SERVING while it does not answer, SERVING once it does.
-  const unfollow = postgres?.onReachabilityChange((reachable) => {
-    if (stopping || !databaseReady) return;
-    setServing(reachable);
-    if (reachable) log.info("database reachable again: serving");
-    else log.error("database unreachable: not serving");
-  });
-  /** Jobs that need the database run once it has answered. */
-  const startJobs = async (): Promise<void> => {
+  const database = followDatabase(opened, {
+    setServing,
     // Events past retention are gone before the first call is answered.
-    await retention.start(config.pruneIntervalMs);
-    monitorJob.start();
-  };
-  if (databaseReady) {
-    setServing(true);
-    await startJobs();
-  } else {
-    setServing(false);
-    void (async () => {
-      for (let attempt = 0; !stopping; attempt++) {
-        await pause(Math.min(startRetryMostMs, startRetryFirstMs * 2 ** attempt) * (0.5 + Math.random() / 2));
-        if (stopping) return;
-        try {
-          await postgres!.start();
-        } catch (err) {
-          if (storeFaultOf(err) === "unreachable") continue;
-          log.fatal({ err }, "opening the database failed");
-          onFatal?.(err);
-          return;
-        }
-        if (stopping) return;
-        databaseReady = true;
-        setServing(postgres!.isReachable);
-        log.info("database reachable: serving");
-        await startJobs();
-        return;
-      }
-    })();
-  }
+    startJobs: async () => {
+      await jobs.retention.start(config.pruneIntervalMs);
+      jobs.monitorJob.start();
+    },
+    log,
+    onFatal,
+  });
+  databaseReady = () => database.ready;
+  await database.started;
   const address = formatHostPort(config.listenHost, port);
   log.info(
     {
       address,
-      db: dbDescription,
+      db: opened.description,
       nodeId: config.nodeId,
       durability: config.durability,
       tls: config.tls === undefined ? "off" : config.tls.clientCaPem === undefined ? "on" : "mutual",
       auth: tokens === undefined ? "off" : "tokens",
       metricsPort: metricsServer?.port,
     },
-    databaseReady ? "serving" : "listening; not serving until the database answers",
+    database.ready ? "serving" : "listening; not serving until the database answers",
   );
 
-  let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
-    const stopByMs = performance.now() + stopBudgetMs;
-    const remainingMs = (): number => Math.max(0, stopByMs - performance.now());
-    stopping = true;
-    unfollow?.();
+    database.stop();
     setServing(false);
-    edge.shutDownCalls();
-    await edge.drainUnaryCalls(callGraceMs);
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        log.warn({ graceMs: connectionGraceMs }, "connections still open after the calls were answered; closing them");
-        server.forceShutdown();
-        resolve();
-      }, connectionGraceMs);
-      timer.unref();
-      server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    hub.stop();
-    await settleWithin(remainingMs(), monitorJob.stop());
-    await settleWithin(remainingMs(), retention.stop());
-    // Another replica may take this one's jobs at once rather than after the leases expire.
-    if (postgres?.isReachable === true) {
-      await settleWithin(
-        Math.min(remainingMs(), 1000),
-        postgres.releaseLeases(leaseHolder).catch((err: unknown) => log.warn({ err }, "releasing job leases failed")),
-      );
-    }
-    if (metricsServer !== undefined) {
-      const http = metricsServer.server;
-      await new Promise<void>((resolve) => {
-        http.close(() => resolve());
-        http.closeAllConnections();
-      });
-    }
-    if (postgres !== undefined) await postgres.close(remainingMs());
-    else await store.close();
-    log.info("stopped");
+    await stopGracefully({ server, edge: rpcEdge, hub, jobs, store, postgres, metricsServer, leaseHolder, log });
   };
+  let closing: Promise<void> | undefined;
   return {
     port,
     address,
     metricsPort: metricsServer?.port,
-    openStreams: () => edge.openStreams,
-    reloadTokens: () => {
-      if (tokens === undefined) return 0;
-      return tokens.reload();
-    },
+    openStreams: () => rpcEdge.openStreams,
+    reloadTokens: () => (tokens === undefined ? 0 : tokens.reload()),
     close: () => (closing ??= close()),
   };
 }

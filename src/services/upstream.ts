@@ -1,12 +1,13 @@
 import { fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { StateEventSchema } from "../../gen/sessionstate/v1/types_pb.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { RemoteItemKind, type Upstream, type UpstreamLinkSchema } from "../../gen/sessionstate/v1/upstream_pb.js";
+import { RemoteItemKind, type AdoptRequest, type Upstream, type UpstreamLinkSchema } from "../../gen/sessionstate/v1/upstream_pb.js";
 import type { Clock } from "../clock.js";
 import { ServiceError, invalidArgument } from "../errors.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Store } from "../store/store.js";
-import type { LinkRecord } from "../domain/records.js";
+import type { AppendInput, LinkRecord } from "../domain/records.js";
+import type { SessionId } from "../domain/session-key.js";
 import type { StoredEvent } from "../domain/event.js";
 import { normalizeUserText, type SessionActivity } from "../upstream/session-activity.js";
 import { resolveTranscriptPath } from "../upstream/transcript-path.js";
@@ -59,6 +60,81 @@ const remoteKinds = new Map<RemoteItemKind, RemoteItem["kind"]>([
 ]);
 
 /** The Upstream service: adoption, run activity, self-echo texts, paired-node pages and the monitor. */
+/** Where an adopted session lives: its link source and starting marker, or why the link was declined. */
+interface AdoptionSource {
+  source: string;
+  /** Absent when the link is declined. */
+  marker?: string | undefined;
+  declined?: string | undefined;
+}
+
+/** The source of an adoption: a local transcript under the root, or a paired node's thread. */
+async function adoptionSource(
+  source: AdoptRequest["source"],
+  catalogId: string,
+  deps: Pick<UpstreamDeps, "transcriptRoot" | "monitor">,
+): Promise<AdoptionSource> {
+  switch (source.case) {
+    case "localTranscript":
+      return localTranscriptSource(source.value.path, catalogId, deps);
+    case "pairedNode": {
+      const nodeId = optionalText("paired_node.node_id", source.value.nodeId, 256);
+      if (nodeId === undefined) throw invalidArgument("paired_node.node_id", "is required");
+      const newest = optionalText("paired_node.newest_item_uuid", source.value.newestItemUuid, 256);
+      return newest === undefined
+        ? { source: `${nodeSourcePrefix}${nodeId}`, declined: "the thread's newest item has no uuid" }
+        : { source: `${nodeSourcePrefix}${nodeId}`, marker: newest };
+    }
+    case undefined:
+      throw invalidArgument("source", "is required (local_transcript or paired_node)");
+    default: {
+      const never: never = source;
+      throw new Error(`unknown source ${String(never)}`);
+    }
+  }
+}
+
+/**
+ * A local transcript's source, starting at its current end: refused without a transcript root or for a
+ * catalog without a classifier; declined (with the reason) when the path is not a regular file under the
+ * root, or the catalog cannot read this file (pi: only version 3 sessions; the header says).
+ */
+async function localTranscriptSource(
+  path: string,
+  catalogId: string,
+  { transcriptRoot, monitor }: Pick<UpstreamDeps, "transcriptRoot" | "monitor">,
+): Promise<AdoptionSource> {
+  if (transcriptRoot === undefined) {
+    throw new ServiceError("FAILED_PRECONDITION", "local_transcript: local adoption is off; set --transcript-root (SESSIONSTATE_TRANSCRIPT_ROOT) to enable it");
+  }
+  // Each catalog writes its transcripts its own way: never read one with another's rules.
+  const classifier = classifierForCatalog(catalogId);
+  if (classifier === undefined) {
+    throw invalidArgument("catalog_id", `has no transcript classifier for local transcripts: ${JSON.stringify(catalogId)} (known: ${knownCatalogIds.join(", ")})`);
+  }
+  const target = await resolveTranscriptPath(transcriptRoot, path);
+  if ("declined" in target) return { source: "", declined: target.declined };
+  const refused = classifier.declineReason?.(await monitor.firstRowOf(target.path));
+  if (refused !== undefined) return { source: "", declined: refused };
+  return { source: `${fileSourcePrefix}${target.path}`, marker: String(target.sizeBytes) };
+}
+
+/** The `adopted` event: one per session (its dedupe key), by a person, naming the catalog and host. */
+function adoptedEventOf(session: SessionId, catalogId: string, hostId: string, nowMs: number): AppendInput {
+  return {
+    session,
+    kind: "adopted",
+    actorType: "human",
+    summary: `adopted from ${catalogId}`,
+    occurredAtMs: nowMs,
+    payload: hostId === "" ? { catalogId } : { catalogId, hostId },
+    dedupeKey: `adopted:${session.agentId}:${session.key}`,
+    notifyWatcherKeys: [],
+    onlyIfWatched: false,
+    nowMs,
+  };
+}
+
 export function upstreamHandlers({ store, monitor, activity, clock, transcriptRoot }: UpstreamDeps): ServiceHandlers<(typeof Upstream)["method"]> {
   return {
     adopt: async (request, context) => {
@@ -69,66 +145,9 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
       const hostId = optionalText("host_id", request.hostId, 128) ?? "";
       const threadId = optionalText("thread_id", request.threadId, 256) ?? "";
       const nowMs = clock.nowMs();
-      let source: string;
-      let marker: string | undefined;
-      let declined: string | undefined;
-      switch (request.source.case) {
-        case "localTranscript": {
-          if (transcriptRoot === undefined) {
-            throw new ServiceError(
-              "FAILED_PRECONDITION",
-              "local_transcript: local adoption is off; set --transcript-root (SESSIONSTATE_TRANSCRIPT_ROOT) to enable it",
-            );
-          }
-          // Each catalog writes its transcripts its own way: never read one with another's rules.
-          if (classifierForCatalog(catalogId) === undefined) {
-            throw invalidArgument(
-              "catalog_id",
-              `has no transcript classifier for local transcripts: ${JSON.stringify(catalogId)} (known: ${knownCatalogIds.join(", ")})`,
-            );
-          }
-          const target = await resolveTranscriptPath(transcriptRoot, request.source.value.path);
-          // A catalog may read only some files (pi: version 3 sessions); the header says which.
-          const refused =
-            "declined" in target ? target.declined : classifierForCatalog(catalogId)?.declineReason?.(await monitor.firstRowOf(target.path));
-          if ("declined" in target || refused !== undefined) {
-            declined = refused;
-            source = "";
-          } else {
-            source = `${fileSourcePrefix}${target.path}`;
-            marker = String(target.sizeBytes);
-          }
-          break;
-        }
-        case "pairedNode": {
-          const nodeId = optionalText("paired_node.node_id", request.source.value.nodeId, 256);
-          if (nodeId === undefined) throw invalidArgument("paired_node.node_id", "is required");
-          source = `${nodeSourcePrefix}${nodeId}`;
-          const newest = optionalText("paired_node.newest_item_uuid", request.source.value.newestItemUuid, 256);
-          if (newest === undefined) declined = "the thread's newest item has no uuid";
-          else marker = newest;
-          break;
-        }
-        case undefined:
-          throw invalidArgument("source", "is required (local_transcript or paired_node)");
-        default: {
-          const never: never = request.source;
-          throw new Error(`unknown source ${String(never)}`);
-        }
-      }
+      const { source, marker, declined } = await adoptionSource(request.source, catalogId, { transcriptRoot, monitor });
       const adopted = await store.adopt({
-        adoptedEvent: {
-          session,
-          kind: "adopted",
-          actorType: "human",
-          summary: `adopted from ${catalogId}`,
-          occurredAtMs: nowMs,
-          payload: hostId === "" ? { catalogId } : { catalogId, hostId },
-          dedupeKey: `adopted:${session.agentId}:${session.key}`,
-          notifyWatcherKeys: [],
-          onlyIfWatched: false,
-          nowMs,
-        },
+        adoptedEvent: adoptedEventOf(session, catalogId, hostId, nowMs),
         ...(marker === undefined ? {} : { link: { session, catalogId, hostId, threadId, source, marker, updatedAtMs: nowMs } }),
       });
       return {

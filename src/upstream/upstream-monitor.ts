@@ -172,24 +172,44 @@ export class UpstreamMonitor {
   }
 
   private async scanLocalLink(link: LinkRecord): Promise<ScanOutcome> {
+    const classifier = this.classifierOf(link);
+    if (classifier === undefined) return "unclassifiable";
+    const read = await this.readWithinDeadline(link, classifier);
+    if (read === "timed_out" || read === "discarded") return read;
+    // The store commits only if the link is as it was read (not re-adopted, reset or deleted meanwhile) and
+    // no run started since the scan began: a run writes its own turns.
+    const commit: ScanCommit = { ...this.commitOf(link, read.finding), runStartsBefore: read.runStartsBefore };
+    const committed = await this.store.commitScan(link, commit);
+    if (!committed.committed) return "discarded";
+    this.countRows(link, read.rows);
+    return { recorded: committed.event !== undefined, held: read.held };
+  }
+
+  /**
+   * The classifier of a local link's catalog. A link adopted before adoption checked catalogs may have
+   * none: it is never read with another catalog's rules (warned once per source).
+   */
+  private classifierOf(link: LinkRecord): RowClassifier | undefined {
     const classifier = classifierForCatalog(link.catalogId);
-    if (classifier === undefined) {
-      // Adopted before adoption checked catalogs: never read with another catalog's rules.
-      if (!this.warnedUnclassifiable.has(link.source)) {
-        this.warnedUnclassifiable.add(link.source);
-        this.log.warn({ agentId: link.session.agentId, catalogId: link.catalogId, known: knownCatalogIds }, "no transcript classifier for this link's catalog: not scanned");
-      }
-      return "unclassifiable";
+    if (classifier === undefined && !this.warnedUnclassifiable.has(link.source)) {
+      this.warnedUnclassifiable.add(link.source);
+      this.log.warn({ agentId: link.session.agentId, catalogId: link.catalogId, known: knownCatalogIds }, "no transcript classifier for this link's catalog: not scanned");
     }
-    // Reading has a deadline, and a stop ends it; committing, once begun, is left to finish.
+    return classifier;
+  }
+
+  /**
+   * Reads a local link within the scan deadline: `timed_out` past it (the marker stays for the next tick),
+   * `discarded` when a stop aborted it. Committing, once begun, is left to finish.
+   */
+  private async readWithinDeadline(link: LinkRecord, classifier: RowClassifier): Promise<LocalRead | "timed_out" | "discarded"> {
     const timeoutMs = this.settings.scanTimeoutMs ?? defaultScanTimeoutMs;
     const abort = new AbortController();
     this.scansInFlight.add(abort);
     const timer = setTimeout(() => abort.abort(scanTimedOut), timeoutMs);
     timer.unref();
-    let read: LocalRead;
     try {
-      read = await abortable(this.readLocalLink(link, classifier, abort.signal), abort.signal);
+      return await abortable(this.readLocalLink(link, classifier, abort.signal), abort.signal);
     } catch (err) {
       if (abort.signal.reason === scanTimedOut) {
         this.log.warn({ agentId: link.session.agentId, catalogId: link.catalogId, timeoutMs }, "upstream scan timed out: its marker stays for the next tick");
@@ -201,13 +221,6 @@ export class UpstreamMonitor {
       clearTimeout(timer);
       this.scansInFlight.delete(abort);
     }
-    // The store commits only if the link is as it was read (not re-adopted, reset or deleted meanwhile) and
-    // no run started since the scan began: a run writes its own turns.
-    const commit: ScanCommit = { ...this.commitOf(link, read.finding), runStartsBefore: read.runStartsBefore };
-    const committed = await this.store.commitScan(link, commit);
-    if (!committed.committed) return "discarded";
-    this.countRows(link, read.rows);
-    return { recorded: committed.event !== undefined, held: read.held };
   }
 
   /** Reads a local link from its marker to the last complete line (stops when `signal` aborts). */

@@ -83,7 +83,14 @@ async function pendingNotices(client: SessionStateClient, watcher: string, timeo
 /** Builds the MCP server with its five tools (not yet connected to a transport). */
 export function createMcpServer({ client, session, noticesTimeoutMs = 5000 }: McpServerOptions): McpServer {
   const server = new McpServer({ name: "sessionstate", version: "0.1.0" });
+  const options = { client, session, noticesTimeoutMs };
+  // One function per tool: its description, input schema and what it calls.
+  for (const register of [sessionStatusTool, sessionsListTool, sessionWatchTool, sessionUnwatchTool, staleNoticesTool]) register(server, options);
+  return server;
+}
 
+/** `session_status`: a session's version and what changed after a version. */
+function sessionStatusTool(server: McpServer, { client }: Required<McpServerOptions>): void {
   server.registerTool(
     "session_status",
     {
@@ -115,7 +122,10 @@ export function createMcpServer({ client, session, noticesTimeoutMs = 5000 }: Mc
         };
       }),
   );
+}
 
+/** `sessions_list`: one page of sessions with their versions. */
+function sessionsListTool(server: McpServer, { client }: Required<McpServerOptions>): void {
   server.registerTool(
     "sessions_list",
     {
@@ -136,7 +146,10 @@ export function createMcpServer({ client, session, noticesTimeoutMs = 5000 }: Mc
         };
       }),
   );
+}
 
+/** `session_watch`: this session watches a target. */
+function sessionWatchTool(server: McpServer, { client, session }: Required<McpServerOptions>): void {
   server.registerTool(
     "session_watch",
     {
@@ -150,7 +163,10 @@ export function createMcpServer({ client, session, noticesTimeoutMs = 5000 }: Mc
         return { watched: watched.watched, ...(watched.reason === "" ? {} : { reason: watched.reason }) };
       }),
   );
+}
 
+/** `session_unwatch`: this session stops watching a target. */
+function sessionUnwatchTool(server: McpServer, { client, session }: Required<McpServerOptions>): void {
   server.registerTool(
     "session_unwatch",
     {
@@ -161,7 +177,10 @@ export function createMcpServer({ client, session, noticesTimeoutMs = 5000 }: Mc
     ({ targetKey }) =>
       guarded(async () => ({ removed: (await client.watch.unwatch({ watcherSessionKey: session, target: { key: targetKey } })).removed })),
   );
+}
 
+/** `stale_notices`: the notices pending for this session, acknowledged as they are returned. */
+function staleNoticesTool(server: McpServer, { client, session, noticesTimeoutMs }: Required<McpServerOptions>): void {
   server.registerTool(
     "stale_notices",
     {
@@ -199,8 +218,6 @@ export function createMcpServer({ client, session, noticesTimeoutMs = 5000 }: Mc
         return { session, notices: acked };
       }),
   );
-
-  return server;
 }
 
 /** Serves the MCP server over standard input and output until the client closes it. */

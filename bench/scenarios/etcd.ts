@@ -1,0 +1,57 @@
+/**
+ * The etcd peer scenario (`etcd`).
+ */
+import { etcdPutRate, etcdWatchLatency, startEtcd } from "../etcd-peer.js";
+import { unaryRate } from "../lib.js";
+import { rounds, roundMs, results, curves, row, sessionstate, appendBytes, latencyRounds, serverCostRounds, clientLibraryRate } from "../context.js";
+
+/** 7. etcd doing the same job: a put per event, one prefix watch. Both durability pairings. */
+export async function etcdPeer(): Promise<void> {
+  const pairings = [
+    { name: "normal", etcdInMemory: true, sessionstateArgs: [] as string[] },
+    { name: "full", etcdInMemory: false, sessionstateArgs: ["--durability", "full"] },
+  ];
+  for (const pairing of pairings) {
+    const etcd = await startEtcd(pairing.etcdInMemory, 23790, 23800);
+    let etcdRate: { rate: number; cpuPerThousand: number };
+    try {
+      etcdRate = await etcdPutRate(etcd, 64, roundMs, rounds);
+      if (pairing.name === "normal") {
+        const latency = await latencyRounds((ms) => etcdWatchLatency(etcd, 500, ms));
+        curves["etcd put → watch, 500/s"] = latency.all;
+        results.etcd_watch_p99_ms_500 = latency.p99;
+      }
+    } finally {
+      await etcd.stop();
+    }
+    const server = await sessionstate(`peer-${pairing.name}`, pairing.sessionstateArgs);
+    try {
+      // As a gateway runs it: the client library, whose append() coalesces the appends of one turn.
+      const library = await serverCostRounds(server, (durationMs) => clientLibraryRate(server.address, 64, durationMs));
+      // Every append its own unary call, pre-encoded: sessionstate's per-call cost.
+      const unary = await serverCostRounds(server, (durationMs) => unaryRate(server.address, "/sessionstate.v1.SignalLog/Append", appendBytes, 64, durationMs));
+      const ratio = library.rate / etcdRate.rate;
+      results[`etcd_throughput_ratio_${pairing.name}`] = ratio;
+      results[`etcd_throughput_ratio_${pairing.name}_unary`] = unary.rate / etcdRate.rate;
+      results[`etcd_puts_per_sec_${pairing.name}`] = etcdRate.rate;
+      results[`client_library_appends_per_sec_${pairing.name}`] = library.rate;
+      row("etcd side by side", `${pairing.name}: append/s (client library / unary) vs etcd put/s`, `${library.rate.toFixed(0)} / ${unary.rate.toFixed(0)} / ${etcdRate.rate.toFixed(0)}`);
+      row("etcd side by side", `${pairing.name}: throughput ratio (client library / unary)`, `${ratio.toFixed(2)} / ${(unary.rate / etcdRate.rate).toFixed(2)}`, "goal >= 1");
+      if (pairing.name === "normal") {
+        results.etcd_cpu_ratio = library.cpuPerThousand / etcdRate.cpuPerThousand;
+        results.etcd_cpu_ratio_unary = unary.cpuPerThousand / etcdRate.cpuPerThousand;
+        row(
+          "etcd side by side",
+          "server CPU s per 1,000 events: ours (client library / unary) / etcd",
+          `${library.cpuPerThousand.toFixed(3)} / ${unary.cpuPerThousand.toFixed(3)} / ${etcdRate.cpuPerThousand.toFixed(3)}`,
+        );
+        row("etcd side by side", "CPU ratio (client library / unary)", `${Number(results.etcd_cpu_ratio).toFixed(2)} / ${Number(results.etcd_cpu_ratio_unary).toFixed(2)}`, "goal < 1");
+      }
+    } finally {
+      await server.stop();
+    }
+  }
+  results.etcd_p99_ratio = Number(results.notice_p99_ms_500) / Number(results.etcd_watch_p99_ms_500);
+  row("etcd side by side", "p99 event → notification at 500/s: ours / etcd ms", `${Number(results.notice_p99_ms_500).toFixed(1)} / ${Number(results.etcd_watch_p99_ms_500).toFixed(1)}`);
+  row("etcd side by side", "p99 ratio", Number(results.etcd_p99_ratio).toFixed(2), "goal < 1");
+}
