@@ -47,7 +47,7 @@ export async function startEtcd(inMemory: boolean, clientPort: number, peerPort:
       await Promise.race([etcd.put("bench/ready").value("1").exec(), spawnFailed]);
       break;
     } catch (err) {
-      if ((err as Error).message.startsWith("cannot run etcd") || attempt > 100) throw new Error(`etcd did not start: ${(err as Error).message}`);
+      if ((err as Error).message.startsWith("cannot run etcd") || attempt > 100) throw new Error(`etcd did not start: ${(err as Error).message}`, { cause: err });
       await sleep(100);
     }
   }

@@ -152,7 +152,7 @@ async function serve(args: readonly string[]): Promise<number> {
       if (stopping) return;
       stopping = true;
       process.stderr.write(`sessionstate: failed to start: ${(err as Error).message}\n`);
-      server.close().finally(() => resolve(1));
+      void server.close().finally(() => resolve(1));
     });
     process.on("SIGHUP", () => {
       try {

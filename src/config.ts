@@ -324,6 +324,7 @@ function databaseProblems(config: Config): string[] {
   if (!isValidSchemaName(config.dbSchema)) {
     problems.push(`--db-schema: must be a lower-case SQL identifier of at most 63 characters (got "${config.dbSchema}")`);
   }
+  // eslint-disable-next-line no-control-regex -- control characters are what this rejects
   if (config.nodeId === "" || config.nodeId.length > 255 || /[\u0000-\u001f\u007f]/u.test(config.nodeId)) {
     problems.push("--node-id: must be 1 to 255 characters without control characters");
   }

@@ -362,7 +362,7 @@ describe("what gateways report for the monitor, kept in the store", () => {
     let store = openTestStore(path);
     try {
       await body(new SessionActivity(store, clock), clock, () => {
-        store.close();
+        void store.close(); // SQLite closes at once
         store = openTestStore(path);
         return new SessionActivity(store, clock);
       });

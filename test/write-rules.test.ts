@@ -230,7 +230,7 @@ describe("write rules against the reference model", () => {
         // A pair's notice as subscribers see it: its version, and whether it wakes (an upgraded pair does).
         const noticeOf = (c: CursorRecord | undefined): string => (c !== undefined && c.notified > c.acked ? `${c.notified} ${c.provenance}` : "");
         const before = new Map([...stored].map(([w, c]) => [w, noticeOf(c)]));
-        let changes: PairChange[] = [];
+        let changes: PairChange[];
         const op = random(10);
         if (op < 5) {
           const kind = kinds[random(kinds.length)]!;

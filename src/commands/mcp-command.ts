@@ -24,7 +24,9 @@ export async function mcpCommand(args: readonly string[], env: NodeJS.ProcessEnv
     mcp = await import("@sessionstate/mcp");
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ERR_MODULE_NOT_FOUND") throw err;
-    throw new Error("the MCP server is in the @sessionstate/mcp package: install it beside sessionstate (npm pack clients/mcp, then npm install -g the tarball)");
+    throw new Error("the MCP server is in the @sessionstate/mcp package: install it beside sessionstate (npm pack clients/mcp, then npm install -g the tarball)", {
+      cause: err,
+    });
   }
   const client = clientFromFlags(values, env);
   try {

@@ -39,6 +39,7 @@ export interface SessionId {
 }
 
 // C0 controls, DEL and C1 controls.
+// eslint-disable-next-line no-control-regex -- control characters are what this finds
 const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/u;
 
 /** True when `text` holds a control character (newlines and tabs included). */

@@ -94,7 +94,7 @@ export class TokenRegistry {
     try {
       text = readFileSync(path, "utf8");
     } catch (err) {
-      throw new Error(`cannot read the tokens file: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+      throw new Error(`cannot read the tokens file: ${(err as NodeJS.ErrnoException).code ?? "error"}`, { cause: err });
     }
     return parseTokensFile(text);
   }
