@@ -1,13 +1,12 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
-import { setImmediate as tick } from "node:timers/promises";
 import type { AppendInput, LinkRecord, PairChange } from "../src/domain/records.js";
 import type { SessionId } from "../src/domain/session-key.js";
 import { createLogger } from "../src/logger.js";
 import { NoticeHub, type NoticeStreamItem } from "../src/notices/notice-hub.js";
 import type { Store } from "../src/store/store.js";
 import { onBackend, openBehaviourStore, skipBackend } from "./support/backend.js";
-import { storeAppend, tempDir } from "./support/helpers.js";
+import { storeAppend, tempDir, until } from "./support/helpers.js";
 
 const worker: SessionId = { namespace: "default", agentId: "ops", key: "agent:ops:worker" };
 const boss = "agent:main:boss";
@@ -28,14 +27,6 @@ function recordFeed(store: Store): { take(): string[] } {
   };
 }
 
-/** Resolves once `done()` holds; fails after two seconds. */
-async function until(done: () => boolean): Promise<void> {
-  const deadline = Date.now() + 2000;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting for the hub");
-    await tick();
-  }
-}
 
 describe(onBackend("the store's feed names every pair whose pending notice opened, changed or closed"), { skip: skipBackend }, () => {
   let dir: ReturnType<typeof tempDir>;
@@ -155,14 +146,14 @@ describe(onBackend("the notice hub and closed pairs"), { skip: skipBackend }, ()
       const targets = ["agent:ops:a", "agent:ops:b", "agent:ops:c"].map((key) => ({ namespace: "default", agentId: "ops", key }));
       for (const target of targets) await store.watch(boss, target, 1);
       for (const target of targets) await store.append(storeAppend(target.key, 1, "human_direct_message"));
-      await until(() => received.filter((item) => "notice" in item).length === 3);
+      await until(() => received.filter((item) => "notice" in item).length === 3, "three notices reach the subscriber");
       assert.equal(hub.rememberedPairs, 3);
 
       await store.deleteSession(targets[0]!);
       await store.unwatch(boss, targets[1]!);
-      await until(() => hub.rememberedPairs === 1);
+      await until(() => hub.rememberedPairs === 1, "the deleted and the unwatched pair are forgotten");
       await store.resetWatcher("default", boss, 1);
-      await until(() => hub.rememberedPairs === 0);
+      await until(() => hub.rememberedPairs === 0, "the reset pair is forgotten");
       abort.abort();
       await serving;
     } finally {

@@ -3,6 +3,7 @@ import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { PeriodicJob } from "../src/jobs/periodic-job.js";
 import type { Logger } from "../src/logger.js";
+import { until } from "./support/helpers.js";
 
 /** A logger that keeps what was logged at error level. */
 function recordingLogger(): { log: Logger; errors: string[] } {
@@ -11,14 +12,6 @@ function recordingLogger(): { log: Logger; errors: string[] } {
   return { log, errors };
 }
 
-/** Resolves once `check` holds, polling every 5 ms; fails after 5 s. */
-async function until(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail("condition not reached within 5 s");
-    await sleep(5);
-  }
-}
 
 describe("periodic jobs", () => {
   test("runs never overlap, whether asked for by the timer or on demand, and answer in order", async () => {
@@ -58,7 +51,7 @@ describe("periodic jobs", () => {
     await job.start({ firstDelayMs: 0, intervalMs: 1 });
     assert.equal(runs, 1);
     assert.deepEqual(errors, ["flaky run failed"]);
-    await until(() => runs >= 3);
+    await until(() => runs >= 3, "three runs");
     await job.stop();
     const stoppedAt = runs;
     await sleep(30);
@@ -80,11 +73,11 @@ describe("periodic jobs", () => {
       log: recordingLogger().log,
     });
     await job.start({ firstDelayMs: 0, intervalMs: 1 });
-    await until(() => asked >= 3);
+    await until(() => asked >= 3, "asked three times");
     assert.equal(runs, 0);
     assert.equal(await job.runNow(), 1);
     may = true;
-    await until(() => runs >= 3);
+    await until(() => runs >= 3, "three runs");
     await job.stop();
   });
 

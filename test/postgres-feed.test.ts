@@ -15,7 +15,7 @@ import { NoticeHub, type NoticeStreamItem } from "../src/notices/notice-hub.js";
 import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
 import { freshSchema, testCluster } from "./support/backend.js";
-import { storeAppend } from "./support/helpers.js";
+import { storeAppend, waitFor } from "./support/helpers.js";
 import { connectTestClient, skipWithoutPostgres } from "./support/postgres-cluster.js";
 import { FaultProxy } from "./support/fault-proxy.js";
 
@@ -37,11 +37,6 @@ function recordFeed(store: PostgresStore): string[] {
   return seen;
 }
 
-/** Waits until `done()` holds, polling; gives up after `limitMs`. */
-async function until(done: () => boolean, limitMs: number): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!done() && Date.now() < deadline) await sleep(10);
-}
 
 const watcher = "agent:main:boss";
 
@@ -63,7 +58,7 @@ describe("the feed between replicas on PostgreSQL", { skip: skipWithoutPostgres(
         await sleep(1);
       }
       // The feed's timer reads every 2 s: a change still missing after 3 s was skipped for good.
-      await until(() => onB.length >= targets.length, 3000);
+      await waitFor(() => onB.length >= targets.length, 3000);
       busy = false;
       await quiet;
       const missing = targets.filter((t) => !onB.includes(`${watcher} -> ${t}`));
@@ -109,14 +104,14 @@ describe("the feed between replicas on PostgreSQL", { skip: skipWithoutPostgres(
     const database = await connectTestClient(cluster.url, schema);
     try {
       for (const target of targets) await a.watch(watcher, { namespace: "default", agentId: "main", key: target }, 1);
-      await until(() => received.length === 1, 2000);
+      await waitFor(() => received.length === 1, 2000);
       assert.deepEqual(received, [{ synced: { pendingDelivered: 0 } }]);
       proxy.blackhole();
       for (const target of targets) await a.append(storeAppend(target, Date.now(), "human_direct_message"));
       // What B would have read is gone: pruned, as after a cut lasting longer than the feed keeps rows.
       await database.query("DELETE FROM pair_changes");
       proxy.heal();
-      await until(() => received.length === 1 + targets.length, 10_000);
+      await waitFor(() => received.length === 1 + targets.length, 10_000);
       assert.deepEqual(
         received.slice(1).map((item) => ("notice" in item ? (item as { notice: Notice }).notice.target.key : "synced")).sort(),
         [...targets].sort(),

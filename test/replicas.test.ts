@@ -15,7 +15,7 @@ import type { EventKind as KindName } from "../src/domain/event.js";
 import { freshSchema, testCluster } from "./support/backend.js";
 import { ReferenceModel } from "./support/reference-model.js";
 import { connectTestClient, skipWithoutPostgres, type PostgresCluster } from "./support/postgres-cluster.js";
-import { allEventSequences, connect, goal, human, scrapeMetrics, subscribe, tempDir, type Clients } from "./support/helpers.js";
+import { allEventSequences, connect, goal, human, scrapeMetrics, subscribe, tempDir, until, type Clients } from "./support/helpers.js";
 import { freePort, runCli, spawnServer, type ServerProcess } from "./support/process-helpers.js";
 import { FaultProxy } from "./support/fault-proxy.js";
 import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
@@ -144,7 +144,8 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
           }
         }),
       );
-      await sleep(3000);
+      // Enough appends to mean something, while the readers keep polling (it was a fixed 3 s).
+      await until(() => acknowledged.length >= 400, "400 appends acknowledged", 20_000);
       writing = false;
       await Promise.all([...writers, ...readers]);
       assert.deepEqual(violations, []);
@@ -188,10 +189,10 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
           }
         }
       });
-      await sleep(800);
+      await until(() => acknowledged.length >= 100, "100 appends acknowledged before the kill", 20_000);
       const before = acknowledged.length;
       await a.stop("SIGKILL");
-      await sleep(1500);
+      await until(() => acknowledged.length >= before + 100, "100 more appends acknowledged after the kill", 20_000);
       appending = false;
       await Promise.all(appenders);
       assert.deepEqual(failures, []);
@@ -415,7 +416,8 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
     const [a, b] = await Promise.all([startReplica(schema, interval), startReplica(schema, interval)]);
     const holder = async (): Promise<string> => (await query<{ holder: string }>(schema, "SELECT holder FROM leases WHERE job = 'retention'"))[0]!.holder;
     try {
-      await sleep(2500);
+      const leased = async (): Promise<boolean> => (await query(schema, "SELECT holder FROM leases WHERE job = 'retention'")).length > 0;
+      await until(leased, "one replica takes the retention lease", 10_000);
       const first = await holder();
       const [held, other] = first.includes(`/${a.process.child.pid}/`) ? [a, b] : [b, a];
       assert.ok(first.includes(`/${held.process.child.pid}/`));
@@ -496,13 +498,14 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
           }
         }
       });
-      await sleep(500);
+      await until(() => calls >= 60, "60 calls answered with both serving", 20_000);
       // Calls on their way to B when it is cut off end UNAVAILABLE (and so do those its stop ends): each is
       // sent again, to A.
       proxy.blackhole();
       await sleep(300);
       await b.stop("SIGTERM");
-      await sleep(1000);
+      const atStop = calls;
+      await until(() => calls >= atStop + 100, "100 more calls answered after B stopped", 20_000);
       going = false;
       await Promise.all(loops);
       assert.deepEqual(failures, [], `${calls} calls, none failed`);

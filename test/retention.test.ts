@@ -37,7 +37,12 @@ describe("retention", () => {
     const clock = new FakeClock();
     const store = openTestStore(join(dir.dir, "cap.db"));
     try {
-      for (let i = 0; i < 50_003; i++) await store.append(input(`agent:main:s${i % 7}`, clock.nowMs()));
+      // In batches of 1,000 appends queued at once: each batch is a few group commits, in queue order, so
+      // sequence i + 1 is session s(i % 7) as with one append at a time.
+      for (let from = 0; from < 50_003; from += 1000) {
+        const batch = Array.from({ length: Math.min(1000, 50_003 - from) }, (_, j) => store.append(input(`agent:main:s${(from + j) % 7}`, clock.nowMs())));
+        await Promise.all(batch);
+      }
       const steps: number[] = [];
       const counting = {
         ...store,

@@ -30,7 +30,7 @@ if (postgresBinDir() === undefined) {
   console.log(noPostgresMessage);
   process.exit(0);
 }
-const run = spawnSync(process.execPath, ["--import", "tsx", "--import", "./test/support/leak-check.ts", "--test", ...process.argv.slice(2), ...behaviourFiles], {
+const run = spawnSync(process.execPath, ["--import", "tsx", "--import", "./test/support/leak-check.ts", "--test", "--test-concurrency=2", ...process.argv.slice(2), ...behaviourFiles], {
   stdio: "inherit",
   env: { ...process.env, SESSIONSTATE_TEST_BACKEND: "postgres" },
 });

@@ -125,6 +125,21 @@ export class FakeClock implements Clock {
 }
 
 /** A fresh temporary directory, removed by the returned cleanup. */
+/** Polls `check` every 10 ms until it holds or `limitMs` have passed; true when it held. */
+export async function waitFor(check: () => boolean | Promise<boolean>, limitMs = 5000): Promise<boolean> {
+  const deadline = Date.now() + limitMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) return false;
+    await sleep(10);
+  }
+  return true;
+}
+
+/** Waits until `check` holds, instead of a fixed sleep; fails the test, naming `what`, after `limitMs`. */
+export async function until(check: () => boolean | Promise<boolean>, what: string, limitMs = 5000): Promise<void> {
+  if (!(await waitFor(check, limitMs))) assert.fail(`not within ${limitMs} ms: ${what}`);
+}
+
 export function tempDir(): { dir: string; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), "sessionstate-test-"));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
