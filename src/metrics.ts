@@ -1,6 +1,10 @@
 import { createServer, type Server as HttpServer } from "node:http";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { status as GrpcStatus } from "@grpc/grpc-js";
+
+/** How often the event loop's delay is sampled, in ms. */
+const loopResolutionMs = 5;
 
 /** Sources of gauges that are read when Prometheus scrapes. */
 export interface MetricsSources {
@@ -53,6 +57,20 @@ export class Metrics {
     help: "RPC duration by method and status code (streams: their whole life).",
     labelNames: ["method", "code"] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 10, 60, 600],
+    registers: [this.registry],
+  });
+  /** Buckets of the store's transaction timings: from 0.1 ms (a SQLite batch) to 2 s (PostgreSQL's deadline). */
+  private static readonly storeBuckets = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2];
+  readonly storeCommit = new Histogram({
+    name: "sessionstate_store_commit_seconds",
+    help: "Write transactions of the store (group commits), from BEGIN to COMMIT's answer; on SQLite an automatic WAL checkpoint runs inside the commit that triggers it.",
+    buckets: Metrics.storeBuckets,
+    registers: [this.registry],
+  });
+  readonly storeWriteWait = new Histogram({
+    name: "sessionstate_store_write_wait_seconds",
+    help: "How long the oldest write of each store transaction waited in the store's queue before the transaction began.",
+    buckets: Metrics.storeBuckets,
     registers: [this.registry],
   });
   readonly pruneRuns = new Counter({
@@ -145,6 +163,26 @@ export class Metrics {
         this.set(sources.databaseReachable() ? 1 : 0);
       },
     });
+    // The event loop's delay: how long a turn that should have run waited for the one before it to end.
+    // monitorEventLoopDelay records the time between its timer's firings, the resolution included, so the
+    // resolution is taken off (prom-client's nodejs_eventloop_lag_* keep it in).
+    const loop = monitorEventLoopDelay({ resolution: loopResolutionMs });
+    loop.enable();
+    new Gauge({
+      name: "sessionstate_event_loop_delay_seconds",
+      help: `The event loop's delay over the time since the previous scrape, by quantile (1: the longest), sampled every ${loopResolutionMs} ms.`,
+      labelNames: ["quantile"] as const,
+      registers: [registry],
+      collect() {
+        const delay = (nanoseconds: number): number => Math.max(0, nanoseconds / 1e9 - loopResolutionMs / 1000);
+        const sampled = loop.count > 0;
+        this.set({ quantile: "0.5" }, sampled ? delay(loop.percentile(50)) : 0);
+        this.set({ quantile: "0.99" }, sampled ? delay(loop.percentile(99)) : 0);
+        this.set({ quantile: "1" }, sampled ? delay(loop.max) : 0);
+        loop.reset();
+      },
+    });
+    // Among the defaults: the collector's pauses by kind (sessionstate_nodejs_gc_duration_seconds).
     collectDefaultMetrics({ register: registry, prefix: "sessionstate_" });
   }
 

@@ -28,7 +28,7 @@ import { isPostgresUrl, parsePostgresUrl, redactPostgresUrl } from "./store/post
 import { SqliteStore } from "./store/sqlite/sqlite-store.js";
 import type { StorageObserver } from "./store/storage-tracker.js";
 import { storeFaultOf } from "./store/store-errors.js";
-import type { Store } from "./store/store.js";
+import type { CommitObserver, Store } from "./store/store.js";
 import { SessionActivity } from "./upstream/session-activity.js";
 import { UpstreamMonitor } from "./upstream/upstream-monitor.js";
 
@@ -116,9 +116,10 @@ interface OpenedStore {
  * served from the first call. An unreachable PostgreSQL is not an error here (the caller keeps trying);
  * any other failure to open is thrown.
  */
-async function openStore(config: Config, clock: Clock, storeLog: Logger, storage: StorageObserver): Promise<OpenedStore> {
+async function openStore(config: Config, clock: Clock, storeLog: Logger, storage: StorageObserver, commits: CommitObserver): Promise<OpenedStore> {
   if (!isPostgresUrl(config.dbPath)) {
-    return { store: SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, storage), postgres: undefined, ready: true, description: config.dbPath };
+    const store = SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, storage, commits);
+    return { store, postgres: undefined, ready: true, description: config.dbPath };
   }
   const postgres = new PostgresStore({
     target: parsePostgresUrl(config.dbPath),
@@ -128,6 +129,7 @@ async function openStore(config: Config, clock: Clock, storeLog: Logger, storage
     encodeEvent: encodeStateEvent,
     nowMs: () => clock.nowMs(),
     storage,
+    commits,
     // While the database is away health says so once; any other failure of the feed is worth a warning.
     onFeedError: (err) =>
       storeFaultOf(err) === "unreachable"
@@ -390,7 +392,14 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   const tokens = config.tokensFile === undefined ? undefined : new TokenRegistry(config.tokensFile);
   // The store may report full storage before the metrics exist: it reaches them through this.
   let metrics: Metrics | undefined;
-  const opened = await openStore(config, clock, logger.child({ component: "store" }), storageObserver(logger.child({ component: "store" }), () => metrics));
+  const commits: CommitObserver = {
+    committed: (seconds, _writes, waitedSeconds) => {
+      metrics?.storeCommit.observe(seconds);
+      metrics?.storeWriteWait.observe(waitedSeconds);
+    },
+  };
+  const storeLog = logger.child({ component: "store" });
+  const opened = await openStore(config, clock, storeLog, storageObserver(storeLog, () => metrics), commits);
   const { store, postgres } = opened;
   // Until the database is followed (below), it is ready when the first attempt found it.
   let databaseReady = (): boolean => opened.ready;

@@ -89,6 +89,10 @@ describe("metrics", () => {
         "sessionstate_prune_runs_total",
         "sessionstate_monitor_ticks_total 0",
         "sessionstate_process_resident_memory_bytes",
+        "sessionstate_store_commit_seconds_count",
+        "sessionstate_store_write_wait_seconds_count",
+        'sessionstate_event_loop_delay_seconds{quantile="0.99"}',
+        'sessionstate_event_loop_delay_seconds{quantile="1"}',
       ]) {
         assert.ok(before.includes(series), `missing ${series}`);
       }
@@ -117,6 +121,13 @@ describe("metrics", () => {
       assert.ok(
         metricValue(after, 'sessionstate_rpc_duration_seconds_count{method="/sessionstate.v1.SignalLog/Append",code="OK"}') >= 2,
       );
+      // Two appends and two acks, each awaited: four group commits at least, each timed with its wait.
+      const commits = (text: string): number => metricValue(text, "sessionstate_store_commit_seconds_count");
+      assert.ok(commits(after) - commits(before) >= 4, `${commits(after) - commits(before)} commits timed`);
+      assert.equal(metricValue(after, "sessionstate_store_write_wait_seconds_count"), commits(after));
+      // The delay is what a turn waited, the sampling interval taken off: never negative, and under a second here.
+      const longest = metricValue(after, 'sessionstate_event_loop_delay_seconds{quantile="1"}');
+      assert.ok(longest >= 0 && longest < 1, `event loop delay ${longest} s`);
       assert.equal((await fetch(`http://127.0.0.1:${port}/nope`)).status, 404);
       stream.call.cancel();
     } finally {

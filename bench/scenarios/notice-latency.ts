@@ -3,8 +3,10 @@
  */
 import { performance } from "node:perf_hooks";
 import { atFixedRate, connect } from "../../test/support/helpers.js";
-import { type Listening } from "../lib.js";
+import { median, type Listening } from "../lib.js";
 import { noticeLatency } from "../notice-latency.js";
+import { scrapeServer, windowBetween, type ServerWindow } from "../server-window.js";
+import { freePort } from "../../test/support/process-helpers.js";
 import { results, curves, row, sessionstate, appendBytes, latencyRounds, formatLatency } from "../context.js";
 
 /** Round-trip latencies of unary echo calls at a fixed rate: the transport's own floor on this machine. */
@@ -24,18 +26,45 @@ async function echoLatency(address: string, ratePerSec: number, durationMs: numb
 export async function noticeLatencies(echo: Listening): Promise<void> {
   const floor = await latencyRounds((ms) => echoLatency(echo.address, 500, ms));
   results.echo_p99_ms_500 = floor.p99;
+  results.echo_max_ms_500 = floor.max;
   row("notice latency", "echo round trip at 500/s (the floor): p50 / p99 / max ms", formatLatency(floor));
-  const server = await sessionstate("latency");
+  const metricsPort = await freePort();
+  const server = await sessionstate("latency", ["--metrics-listen", `127.0.0.1:${metricsPort}`]);
   const clients = connect(server.address);
   try {
     for (const rate of [100, 500]) {
-      const latency = await latencyRounds((ms) => noticeLatency(clients, clients, `r${rate}`, rate, ms));
+      // Each round is a window of the server's own metrics (the first, the warm-up, is dropped).
+      const windows: ServerWindow[] = [];
+      const latency = await latencyRounds(async (ms) => {
+        const opened = await scrapeServer(metricsPort);
+        const samples = await noticeLatency(clients, clients, `r${rate}`, rate, ms);
+        windows.push(windowBetween(opened, await scrapeServer(metricsPort)));
+        return samples;
+      });
+      const rounds = windows.slice(1);
+      const med = (pick: (w: ServerWindow) => number): number => median(rounds.map(pick));
       curves[`sessionstate append → notice, ${rate}/s`] = latency.all;
       results[`notice_p50_ms_${rate}`] = latency.p50;
       results[`notice_p99_ms_${rate}`] = latency.p99;
       results[`notice_max_ms_${rate}`] = latency.max;
+      results[`event_loop_p99_ms_${rate}`] = med((w) => w.loopP99Ms);
+      results[`event_loop_max_ms_${rate}`] = med((w) => w.loopMaxMs);
       row("notice latency", `${rate}/s over 1,000 pairs: p50 / p99 / max ms`, formatLatency(latency), rate === 500 ? "goal p99 < 5 ms" : "");
+      row(
+        "notice latency",
+        `${rate}/s, the server's own event loop delay: p99 / max ms`,
+        `${med((w) => w.loopP99Ms).toFixed(1)} / ${med((w) => w.loopMaxMs).toFixed(1)}`,
+        rate === 500 ? "goal p99 <= 5" : "",
+      );
+      row(
+        "notice latency",
+        `${rate}/s, per 5 s round: GC pauses (major) and their ms; commits, those over 5 ms, and their ms`,
+        `${med((w) => w.gcCount).toFixed(0)} (${med((w) => w.gcMajorCount).toFixed(0)}), ${(med((w) => w.gcSeconds) * 1000).toFixed(0)} ms; ` +
+          `${med((w) => w.commits).toFixed(0)}, ${med((w) => w.commitsOver5Ms).toFixed(0)}, ${(med((w) => w.commitSeconds) * 1000).toFixed(0)} ms`,
+      );
     }
+    results.notice_max_vs_echo_max_500 = Number(results.notice_max_ms_500) / Number(results.echo_max_ms_500);
+    row("notice latency", "notice max / echo max at 500/s", Number(results.notice_max_vs_echo_max_500).toFixed(2), "goal <= 2");
   } finally {
     clients.close();
     await server.stop();

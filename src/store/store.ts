@@ -134,3 +134,15 @@ export interface Store {
   /** Closes the store, checkpointing its journal. */
   close(): Promise<void>;
 }
+
+/**
+ * Hears how long each write transaction of a store took, for the metrics: where a write's time goes
+ * between its arrival and its answer (SPEC §11's bounds; what stalls a notice).
+ */
+export interface CommitObserver {
+  /**
+   * A transaction of `writes` writes committed `seconds` after it began; its oldest write had waited
+   * `waitedSeconds` in the store's queue before that.
+   */
+  committed(seconds: number, writes: number, waitedSeconds: number): void;
+}

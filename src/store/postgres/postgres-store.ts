@@ -42,7 +42,7 @@ import {
   type AppendReads,
   type NamespaceCount,
 } from "../../domain/write-plans.js";
-import type { Durability } from "../store.js";
+import type { CommitObserver, Durability } from "../store.js";
 import type { WriteResult } from "../store.js";
 import { settleWithin } from "../../settle-within.js";
 import { rawSql, sql, type SqlQuery } from "./pg-sql.js";
@@ -87,6 +87,8 @@ export interface PostgresStoreOptions {
   deadlines?: PgDeadlines;
   /** Hears of writes refused for lack of space (a full disk or tablespace, a quota), and of space again. */
   storage?: StorageObserver;
+  /** Hears how long each write transaction took, and how long its oldest write waited for it. */
+  commits?: CommitObserver;
 }
 
 const eventColumns = `e.sequence, h.namespace, h.agent_id, h.session_key, e.kind, e.actor_type, e.actor_id, e.run_id, e.summary,
@@ -131,6 +133,7 @@ export class PostgresStore implements Store {
       options.nowMs,
       (tx, hints) => this.prefetch(tx, hints),
       new StorageTracker(options.storage),
+      options.commits,
     );
   }
 

@@ -3,7 +3,7 @@ import type { StoredEvent } from "../../domain/event.js";
 import type { CursorRecord, PairChange } from "../../domain/records.js";
 import type { SessionId } from "../../domain/session-key.js";
 import { pairKeyOf } from "../../domain/write-rules.js";
-import type { WriteResult } from "../store.js";
+import type { CommitObserver, WriteResult } from "../store.js";
 import { extraKindsToColumn } from "../rows.js";
 import { sql, type SqlQuery } from "./pg-sql.js";
 import { DatabaseUnreachableError, type PgTransaction, type PostgresDatabase } from "./postgres-database.js";
@@ -266,6 +266,7 @@ export class PgGroupCommit {
     private readonly nowMs: () => number,
     private readonly prefetch: Prefetch,
     private readonly storage: StorageTracker,
+    private readonly commits: CommitObserver | undefined,
     private readonly answerBudgetMs = 1900,
   ) {}
 
@@ -313,6 +314,7 @@ export class PgGroupCommit {
     const deadlineMs = this.answerBudgetMs - (startedMs - batch[0]!.queuedAtMs);
     try {
       const { results, changes } = await this.commit(batch, deadlineMs);
+      this.commits?.committed((performance.now() - startedMs) / 1000, batch.length, (startedMs - batch[0]!.queuedAtMs) / 1000);
       batch.forEach((queued, i) => queued.resolve(results[i]));
       if (changes.length > 0) this.own.announce(changes);
       return;

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type { PairChange } from "../../domain/records.js";
-import type { WriteResult } from "../store.js";
+import { performance } from "node:perf_hooks";
+import type { CommitObserver, WriteResult } from "../store.js";
 
 
 interface QueuedWrite {
@@ -18,6 +19,8 @@ interface QueuedWrite {
  */
 export class GroupCommit {
   private queued: QueuedWrite[] = [];
+  /** When the oldest queued write arrived (performance.now()). */
+  private oldestQueuedAt = 0;
   private readonly batchTx;
   private readonly aloneTx;
 
@@ -26,6 +29,8 @@ export class GroupCommit {
     private readonly announce: (changes: readonly PairChange[]) => void,
     /** Told the outcome of every write: `undefined` when it committed, else its error. */
     private readonly observe: (error: unknown) => void,
+    /** Told how long each committed batch took, and how long its oldest write waited. */
+    private readonly commits?: CommitObserver,
   ) {
     this.batchTx = db.transaction((writes: readonly QueuedWrite[]) => writes.map((queued) => queued.write()));
     this.aloneTx = db.transaction((write: () => WriteResult<unknown>) => write());
@@ -35,7 +40,10 @@ export class GroupCommit {
   enqueue<T>(write: () => WriteResult<T>): Promise<T> {
     return new Promise((resolve, reject) => {
       this.queued.push({ write, resolve: resolve as (value: unknown) => void, reject });
-      if (this.queued.length === 1) setImmediate(() => this.flush());
+      if (this.queued.length === 1) {
+        this.oldestQueuedAt = performance.now();
+        setImmediate(() => this.flush());
+      }
     });
   }
 
@@ -45,8 +53,10 @@ export class GroupCommit {
     if (batch.length === 0) return;
     this.queued = [];
     let results: (WriteResult<unknown> | { error: unknown })[];
+    const began = performance.now();
     try {
       results = this.batchTx.immediate(batch);
+      this.commits?.committed((performance.now() - began) / 1000, batch.length, (began - this.oldestQueuedAt) / 1000);
     } catch {
       // Nothing of the batch is stored: find out, write by write, which ones fail.
       results = batch.map((queued) => {

@@ -45,7 +45,7 @@ import { EventTables } from "./event-tables.js";
 import { GroupCommit } from "./group-commit.js";
 import { LinkTables } from "./link-tables.js";
 import { openDatabase } from "./open-database.js";
-import type { Durability, WriteResult } from "../store.js";
+import type { CommitObserver, Durability, WriteResult } from "../store.js";
 import { StorageTracker, type StorageObserver } from "../storage-tracker.js";
 import type { Store } from "../store.js";
 
@@ -68,6 +68,7 @@ export class SqliteStore implements Store {
     private readonly db: Database.Database,
     private readonly encodeEvent: EventEncoder,
     storageObserver: StorageObserver | undefined,
+    commits: CommitObserver | undefined,
   ) {
     this.storage = new StorageTracker(storageObserver);
     this.events = new EventTables(db);
@@ -78,16 +79,18 @@ export class SqliteStore implements Store {
       db,
       (changes) => this.announce(changes),
       (error) => this.storage.observe(error),
+      commits,
     );
     this.writeTx = db.transaction((write: () => WriteResult<unknown>) => write());
   }
 
   /**
    * Opens the database file at `path` (see `openDatabase`); `encodeEvent` gives each new event its stored
-   * wire bytes; `storage`, when given, hears of full storage. The caller must `close()` the store.
+   * wire bytes; `storage`, when given, hears of full storage, and `commits` of each group commit's time.
+   * The caller must `close()` the store.
    */
-  static open(path: string, durability: Durability, encodeEvent: EventEncoder, storage?: StorageObserver): SqliteStore {
-    return new SqliteStore(openDatabase(path, durability), encodeEvent, storage);
+  static open(path: string, durability: Durability, encodeEvent: EventEncoder, storage?: StorageObserver, commits?: CommitObserver): SqliteStore {
+    return new SqliteStore(openDatabase(path, durability), encodeEvent, storage, commits);
   }
 
   /** Runs one write in its own `BEGIN IMMEDIATE` transaction and announces its pair changes after the commit. */
