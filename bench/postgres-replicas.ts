@@ -13,6 +13,7 @@ import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { SessionStateClient } from "../clients/typescript/src/index.js";
 import { connect, goal, human, type Clients } from "../test/support/helpers.js";
 import { noticeLatency } from "./notice-latency.js";
+import { scrapeServer, windowBetween, type ServerWindow } from "./server-window.js";
 import { startPostgresCluster } from "../test/support/postgres-cluster.js";
 import { grpcBodyFile, h2loadRate, h2loadShape, hasH2load } from "./h2load.js";
 import { median, percentile, sleep, spawnListening, unaryRate, type Listening } from "./lib.js";
@@ -63,10 +64,12 @@ export async function postgresReplicas(ctx: BenchContext): Promise<void> {
     started.push(server);
     return server;
   };
-  const replicas = async (count: number, listen: string[] = []): Promise<Listening[]> => {
+  const replicas = async (count: number, listen: string[] = [], extra: string[][] = []): Promise<Listening[]> => {
     const schema = `bench${++schemas}`;
     const servers: Listening[] = [];
-    for (let i = 0; i < count; i++) servers.push(await serve(["--db", cluster.url, "--db-schema", schema, "--listen", listen[i] ?? "127.0.0.1:0"]));
+    for (let i = 0; i < count; i++) {
+      servers.push(await serve(["--db", cluster.url, "--db-schema", schema, "--listen", listen[i] ?? "127.0.0.1:0", ...(extra[i] ?? [])]));
+    }
     return servers;
   };
   const stopAll = async (servers: Listening[]): Promise<void> => {
@@ -156,16 +159,31 @@ export async function postgresReplicas(ctx: BenchContext): Promise<void> {
     }
 
     // Notice latency at 500/s: written and subscribed on one replica, then written on one and read on the other.
-    const pair = await replicas(2);
+    // The writing replica's metrics say where an append's time goes: waiting in its queue, or in its transaction.
+    const metricsPort = await ctx.freePort();
+    const pair = await replicas(2, [], [["--metrics-listen", `127.0.0.1:${metricsPort}`]]);
     const [a, b] = pair.map((server) => connect(server.address, { ownConnection: true })) as [Clients, Clients];
     try {
+      const windows: ServerWindow[] = [];
       const latency = async (writer: Clients, reader: Clients, tag: string) => {
         await noticeLatency(writer, reader, `${tag}warm`, 500, 1000);
         const runs: number[][] = [];
-        for (let r = 0; r < rounds; r++) runs.push(await noticeLatency(writer, reader, `${tag}${r}`, 500, 4000));
+        for (let r = 0; r < rounds; r++) {
+          const opened = await scrapeServer(metricsPort);
+          runs.push(await noticeLatency(writer, reader, `${tag}${r}`, 500, 4000));
+          windows.push(windowBetween(opened, await scrapeServer(metricsPort)));
+        }
         return { p50: median(runs.map((l) => percentile(l, 50))), p99: median(runs.map((l) => percentile(l, 99))) };
       };
       const within = await latency(a, a, "in");
+      const inReplica = windows.splice(0);
+      const meanMs = (seconds: (w: ServerWindow) => number): number => median(inReplica.map((w) => (seconds(w) / Math.max(1, w.commits)) * 1000));
+      row(
+        "postgres",
+        "within one replica at 500/s, the writer's transactions per round; mean ms in each / its oldest write's wait before it",
+        `${median(inReplica.map((w) => w.commits)).toFixed(0)}; ${meanMs((w) => w.commitSeconds).toFixed(1)} / ${meanMs((w) => w.waitSeconds).toFixed(1)}`,
+      );
+      Object.assign(results, { pg_commit_mean_ms_500: meanMs((w) => w.commitSeconds), pg_write_wait_mean_ms_500: meanMs((w) => w.waitSeconds) });
       const across = await latency(a, b, "x");
       row("postgres", "notice at 500/s within one replica: p50 / p99 ms", `${within.p50.toFixed(1)} / ${within.p99.toFixed(1)}`);
       row("postgres", "notice at 500/s across replicas: p50 / p99 ms", `${across.p50.toFixed(1)} / ${across.p99.toFixed(1)}`);

@@ -17,6 +17,8 @@ export interface ServerScrape {
   /** Commits that took more than 5 ms (a WAL checkpoint runs inside the commit that triggers it). */
   commitsOver5Ms: number;
   commitSeconds: number;
+  /** The summed waits of each transaction's oldest write in the store's queue. */
+  waitSeconds: number;
 }
 
 /** What happened between two scrapes. */
@@ -48,6 +50,7 @@ export async function scrapeServer(port: number): Promise<ServerScrape> {
     commits,
     commitsOver5Ms: commits - sumOf(text, "sessionstate_store_commit_seconds_bucket", 'le="0.005"'),
     commitSeconds: sumOf(text, "sessionstate_store_commit_seconds_sum"),
+    waitSeconds: sumOf(text, "sessionstate_store_write_wait_seconds_sum"),
   };
 }
 
@@ -62,5 +65,6 @@ export function windowBetween(opened: ServerScrape, closed: ServerScrape): Serve
     commits: closed.commits - opened.commits,
     commitsOver5Ms: closed.commitsOver5Ms - opened.commitsOver5Ms,
     commitSeconds: closed.commitSeconds - opened.commitSeconds,
+    waitSeconds: closed.waitSeconds - opened.waitSeconds,
   };
 }
