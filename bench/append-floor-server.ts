@@ -17,11 +17,14 @@ import { encodeStateEvent } from "../src/codec/event-codec.js";
 import { EventTables } from "../src/store/sqlite/event-tables.js";
 import { GroupCommit } from "../src/store/sqlite/group-commit.js";
 import { openDatabase } from "../src/store/sqlite/open-database.js";
+import { Checkpointer } from "../src/store/sqlite/checkpointer.js";
 import { rawUnaryMethod } from "./lib.js";
 
 const path = process.argv[2];
 if (path === undefined) throw new Error("usage: append-floor-server.ts <database file>");
-const db = openDatabase(path, "normal");
+const { db } = openDatabase(path, "normal");
+// Checkpoints on a worker thread, as the store's: the floor's write path is the store's.
+new Checkpointer(path, 100, () => undefined);
 const events = new EventTables(db);
 const groupCommit = new GroupCommit(
   db,

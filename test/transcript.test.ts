@@ -355,14 +355,14 @@ describe("transcript reader", () => {
 });
 
 describe("what gateways report for the monitor, kept in the store", () => {
-  const withActivity = async (body: (activity: SessionActivity, clock: FakeClock, reopen: () => SessionActivity) => Promise<void>) => {
+  const withActivity = async (body: (activity: SessionActivity, clock: FakeClock, reopen: () => Promise<SessionActivity>) => Promise<void>) => {
     const dir = tempDir();
     const path = join(dir.dir, "activity.db");
     const clock = new FakeClock();
     let store = openTestStore(path);
     try {
-      await body(new SessionActivity(store, clock), clock, () => {
-        void store.close(); // SQLite closes at once
+      await body(new SessionActivity(store, clock), clock, async () => {
+        await store.close();
         store = openTestStore(path);
         return new SessionActivity(store, clock);
       });
@@ -410,7 +410,7 @@ describe("what gateways report for the monitor, kept in the store", () => {
       await activity.setRunActive(session, true);
       await activity.recordOwnText(session, "hello");
       assert.deepEqual(await activity.runState(session), { active: true, starts: 1 });
-      const again = reopen();
+      const again = await reopen();
       assert.deepEqual(await again.runState(session), { active: true, starts: 1 }, "a restart keeps the flag");
       assert.equal((await again.ownEchoTest(session))("hello"), true, "and the own texts");
       clock.advance(6 * 60 * 60 * 1000 - 1);

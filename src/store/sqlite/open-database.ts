@@ -16,35 +16,70 @@ export class DatabaseInUseError extends Error {
 const busyTimeoutMs = 5000;
 
 /**
+ * The serving connection's automatic checkpoint, in pages: only a bound on the log's growth (about 256 MiB
+ * of 4 KiB pages), since a worker thread checkpoints (store/sqlite/checkpointer). Until issue 25 it was
+ * 1,000 pages, run on the serving thread inside the commit that crossed it.
+ */
+const walBoundPages = 65_536;
+
+/** An open database and the lock that makes this process its only server. Close both (`close`). */
+export interface OpenedDatabase {
+  db: Database.Database;
+  /** Closes the database, then gives up the lock. */
+  close(): void;
+}
+
+/**
  * Opens (creating if needed) the database at `path`, takes sole ownership of it, sets every pragma
  * explicitly and migrates the schema. Throws `DatabaseInUseError` when another process holds the file.
- * The caller owns the returned handle and must close it.
+ *
+ * Ownership is an exclusive lock on a companion file, `<path>.lock` (a SQLite database held in exclusive
+ * locking mode): the OS drops it if the process dies, so a restart after a crash is never blocked, and
+ * the database itself stays in normal locking mode, so a second connection of this process (the
+ * checkpointer's) can open it.
  */
-export function openDatabase(path: string, durability: Durability): Database.Database {
+export function openDatabase(path: string, durability: Durability): OpenedDatabase {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
+  const lock = path === ":memory:" ? undefined : takeOwnership(path);
+  let db: Database.Database | undefined;
   try {
-    // Exclusive locking makes this process the file's only user until it closes the handle; the OS
-    // drops the lock if the process dies, so a restart after a crash is never blocked. Checking
-    // ownership must not wait: another owner will not let go.
-    db.pragma("busy_timeout = 0");
-    db.pragma("locking_mode = EXCLUSIVE");
-    try {
-      db.pragma("journal_mode = WAL");
-      db.exec("BEGIN EXCLUSIVE; COMMIT");
-    } catch (err) {
-      if (isBusy(err)) throw new DatabaseInUseError(path, { cause: err });
-      throw err;
-    }
+    db = new Database(path);
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    db.pragma("journal_mode = WAL");
     db.pragma(`synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
     db.pragma("foreign_keys = ON");
-    db.pragma("wal_autocheckpoint = 1000");
+    db.pragma(`wal_autocheckpoint = ${walBoundPages}`);
     db.pragma("cache_size = -65536");
     migrate(db);
-    return db;
+    const opened = db;
+    return {
+      db: opened,
+      close: () => {
+        if (opened.open) opened.close();
+        if (lock?.open === true) lock.close();
+      },
+    };
   } catch (err) {
-    db.close();
+    db?.close();
+    lock?.close();
+    throw err;
+  }
+}
+
+/**
+ * Takes the lock on `<path>.lock`, without waiting: another owner will not let go. Exclusive locking
+ * mode keeps it until the connection closes.
+ */
+function takeOwnership(path: string): Database.Database {
+  const lock = new Database(`${path}.lock`);
+  try {
+    lock.pragma("busy_timeout = 0");
+    lock.pragma("locking_mode = EXCLUSIVE");
+    lock.exec("BEGIN EXCLUSIVE; COMMIT");
+    return lock;
+  } catch (err) {
+    lock.close();
+    if (isBusy(err)) throw new DatabaseInUseError(path, { cause: err });
     throw err;
   }
 }

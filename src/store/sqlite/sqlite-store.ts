@@ -44,10 +44,14 @@ import { CursorTables } from "./cursor-tables.js";
 import { EventTables } from "./event-tables.js";
 import { GroupCommit } from "./group-commit.js";
 import { LinkTables } from "./link-tables.js";
-import { openDatabase } from "./open-database.js";
+import { Checkpointer } from "./checkpointer.js";
+import { openDatabase, type OpenedDatabase } from "./open-database.js";
 import type { CommitObserver, Durability, WriteResult } from "../store.js";
 import { StorageTracker, type StorageObserver } from "../storage-tracker.js";
 import type { Store } from "../store.js";
+
+/** How often the worker thread checkpoints the WAL. */
+const checkpointIntervalMs = 100;
 
 /**
  * The SQLite backend: SQL and transactions only; each method reads, asks a plan of domain/write-plans (or a rule of domain/write-rules) and writes what it says. Each
@@ -63,14 +67,21 @@ export class SqliteStore implements Store {
   private readonly groupCommit: GroupCommit;
   private readonly writeTx;
   private readonly storage: StorageTracker;
+  private readonly db: Database.Database;
+  /** Checkpoints the WAL on a worker thread (absent for an in-memory database). */
+  private readonly checkpointer: Checkpointer | undefined;
 
   private constructor(
-    private readonly db: Database.Database,
+    private readonly opened: OpenedDatabase,
     private readonly encodeEvent: EventEncoder,
     storageObserver: StorageObserver | undefined,
     commits: CommitObserver | undefined,
   ) {
+    const db = opened.db;
+    this.db = db;
     this.storage = new StorageTracker(storageObserver);
+    // A failed checkpoint is tried again at the next interval; the serving connection's bound still holds.
+    this.checkpointer = db.name === ":memory:" ? undefined : new Checkpointer(db.name, checkpointIntervalMs, () => undefined);
     this.events = new EventTables(db);
     this.cursors = new CursorTables(db);
     this.links = new LinkTables(db);
@@ -332,9 +343,11 @@ export class SqliteStore implements Store {
     return this.db.pragma("integrity_check", { simple: true }) as string;
   }
 
+  /** Commits what is queued, stops the checkpointer, then closes the database (its last checkpoint) and the lock. */
   async close(): Promise<void> {
     this.groupCommit.flush();
     this.listeners.clear();
-    if (this.db.open) this.db.close();
+    await this.checkpointer?.stop();
+    this.opened.close();
   }
 }
