@@ -19,6 +19,9 @@ export interface ServerScrape {
   commitSeconds: number;
   /** The summed waits of each transaction's oldest write in the store's queue. */
   waitSeconds: number;
+  /** Notices handed to streams after a change was heard, and the summed time from hearing to handing. */
+  notices: number;
+  noticeSeconds: number;
 }
 
 /** What happened between two scrapes. */
@@ -51,6 +54,8 @@ export async function scrapeServer(port: number): Promise<ServerScrape> {
     commitsOver5Ms: commits - sumOf(text, "sessionstate_store_commit_seconds_bucket", 'le="0.005"'),
     commitSeconds: sumOf(text, "sessionstate_store_commit_seconds_sum"),
     waitSeconds: sumOf(text, "sessionstate_store_write_wait_seconds_sum"),
+    notices: sumOf(text, "sessionstate_notice_delivery_seconds_count"),
+    noticeSeconds: sumOf(text, "sessionstate_notice_delivery_seconds_sum"),
   };
 }
 
@@ -66,5 +71,7 @@ export function windowBetween(opened: ServerScrape, closed: ServerScrape): Serve
     commitsOver5Ms: closed.commitsOver5Ms - opened.commitsOver5Ms,
     commitSeconds: closed.commitSeconds - opened.commitSeconds,
     waitSeconds: closed.waitSeconds - opened.waitSeconds,
+    notices: closed.notices - opened.notices,
+    noticeSeconds: closed.noticeSeconds - opened.noticeSeconds,
   };
 }

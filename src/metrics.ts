@@ -67,6 +67,12 @@ export class Metrics {
     buckets: Metrics.storeBuckets,
     registers: [this.registry],
   });
+  readonly noticeDelivery = new Histogram({
+    name: "sessionstate_notice_delivery_seconds",
+    help: "From hearing that a pair's notice opened or changed (after its commit, or from another replica's feed) to handing the notice to the subscriber's stream: the hub's queue and its read of the cursor.",
+    buckets: Metrics.storeBuckets,
+    registers: [this.registry],
+  });
   readonly storeWriteWait = new Histogram({
     name: "sessionstate_store_write_wait_seconds",
     help: "How long the oldest write of each store transaction waited in the store's queue before the transaction began.",

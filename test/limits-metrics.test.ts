@@ -125,6 +125,8 @@ describe("metrics", () => {
       const commits = (text: string): number => metricValue(text, "sessionstate_store_commit_seconds_count");
       assert.ok(commits(after) - commits(before) >= 4, `${commits(after) - commits(before)} commits timed`);
       assert.equal(metricValue(after, "sessionstate_store_write_wait_seconds_count"), commits(after));
+      // The live notice (and the barrier's) went through the hub after their changes were heard.
+      assert.ok(metricValue(after, "sessionstate_notice_delivery_seconds_count") >= 1);
       // The delay is what a turn waited, the sampling interval taken off: never negative, and under a second here.
       const longest = metricValue(after, 'sessionstate_event_loop_delay_seconds{quantile="1"}');
       assert.ok(longest >= 0 && longest < 1, `event loop delay ${longest} s`);

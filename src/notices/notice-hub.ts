@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { CursorRecord, PairChange } from "../domain/records.js";
@@ -52,6 +53,8 @@ function pairKey(change: PairChange): string {
  */
 class Subscription {
   readonly dirty = new Map<string, PairChange>();
+  /** When each dirty pair was first marked since it was last checked (performance.now()): for the metrics. */
+  readonly markedAt = new Map<string, number>();
   readonly sent = new Map<string, string>();
   /** The feed missed changes: every pending pair of the filter is to be read again. */
   rereadAll = false;
@@ -64,7 +67,9 @@ class Subscription {
   }
 
   markDirty(change: PairChange): void {
-    this.dirty.set(pairKey(change), change);
+    const key = pairKey(change);
+    this.dirty.set(key, change);
+    if (!this.markedAt.has(key)) this.markedAt.set(key, performance.now());
     this.wakeUp();
   }
 
@@ -194,6 +199,8 @@ export class NoticeHub {
         }
         const [key, change] = next.value;
         sub.dirty.delete(key);
+        const markedAt = sub.markedAt.get(key);
+        sub.markedAt.delete(key);
         const cursor = await this.store.getCursor(change.watcherKey, change.target);
         if (cursor === undefined || !isPending(cursor)) {
           sub.sent.delete(key);
@@ -202,6 +209,7 @@ export class NoticeHub {
         if (sub.sent.get(key) === sentStateOf(cursor)) continue;
         sub.sent.set(key, sentStateOf(cursor));
         this.metrics?.noticesDelivered.inc();
+        if (markedAt !== undefined) this.metrics?.noticeDelivery.observe((performance.now() - markedAt) / 1000);
         yield { notice: noticeFromCursor(cursor) };
       }
     } finally {
