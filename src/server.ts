@@ -118,7 +118,14 @@ interface OpenedStore {
  */
 async function openStore(config: Config, clock: Clock, storeLog: Logger, storage: StorageObserver, commits: CommitObserver): Promise<OpenedStore> {
   if (!isPostgresUrl(config.dbPath)) {
-    const store = SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, storage, commits);
+    // Each kind of checkpoint failure is logged once; the next interval tries again.
+    const failures = new Set<string>();
+    const checkpointFailed = (code: string): void => {
+      if (failures.has(code)) return;
+      failures.add(code);
+      storeLog.warn({ code }, "a background WAL checkpoint failed; retrying (the log is still bounded)");
+    };
+    const store = SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, { storage, commits, checkpointFailed });
     return { store, postgres: undefined, ready: true, description: config.dbPath };
   }
   const postgres = new PostgresStore({

@@ -35,14 +35,15 @@ describe("the WAL checkpointer", () => {
     dir.remove();
   });
 
-  test("the serving connection's own automatic checkpoint is only a bound, far above what the worker leaves", () => {
+  test("the serving connection's own automatic checkpoint is only a bound, far above what the worker leaves", async () => {
     const dir = tempDir();
     const store = openTestStore(join(dir.dir, "bound.db"));
     try {
       const db = (store as unknown as { db: Database.Database }).db;
       assert.equal(db.pragma("wal_autocheckpoint", { simple: true }), 65_536);
     } finally {
-      void store.close().then(() => dir.remove());
+      await store.close();
+      dir.remove();
     }
   });
 });

@@ -50,6 +50,16 @@ import type { CommitObserver, Durability, WriteResult } from "../store.js";
 import { StorageTracker, type StorageObserver } from "../storage-tracker.js";
 import type { Store } from "../store.js";
 
+/** Who hears what a SQLite store does: each is optional. */
+export interface SqliteStoreObservers {
+  /** Full storage, and space again. */
+  storage?: StorageObserver | undefined;
+  /** Each group commit's time, and its oldest write's wait. */
+  commits?: CommitObserver | undefined;
+  /** A background checkpoint that failed (its SQLite code); it is tried again at the next interval. */
+  checkpointFailed?: ((code: string) => void) | undefined;
+}
+
 /** How often the worker thread checkpoints the WAL. */
 const checkpointIntervalMs = 100;
 
@@ -74,14 +84,13 @@ export class SqliteStore implements Store {
   private constructor(
     private readonly opened: OpenedDatabase,
     private readonly encodeEvent: EventEncoder,
-    storageObserver: StorageObserver | undefined,
-    commits: CommitObserver | undefined,
+    { storage, commits, checkpointFailed }: SqliteStoreObservers,
   ) {
     const db = opened.db;
     this.db = db;
-    this.storage = new StorageTracker(storageObserver);
+    this.storage = new StorageTracker(storage);
     // A failed checkpoint is tried again at the next interval; the serving connection's bound still holds.
-    this.checkpointer = db.name === ":memory:" ? undefined : new Checkpointer(db.name, checkpointIntervalMs, () => undefined);
+    this.checkpointer = db.name === ":memory:" ? undefined : new Checkpointer(db.name, checkpointIntervalMs, checkpointFailed ?? (() => undefined));
     this.events = new EventTables(db);
     this.cursors = new CursorTables(db);
     this.links = new LinkTables(db);
@@ -97,11 +106,10 @@ export class SqliteStore implements Store {
 
   /**
    * Opens the database file at `path` (see `openDatabase`); `encodeEvent` gives each new event its stored
-   * wire bytes; `storage`, when given, hears of full storage, and `commits` of each group commit's time.
-   * The caller must `close()` the store.
+   * wire bytes; the observers, when given, hear what the store does. The caller must `close()` the store.
    */
-  static open(path: string, durability: Durability, encodeEvent: EventEncoder, storage?: StorageObserver, commits?: CommitObserver): SqliteStore {
-    return new SqliteStore(openDatabase(path, durability), encodeEvent, storage, commits);
+  static open(path: string, durability: Durability, encodeEvent: EventEncoder, observers: SqliteStoreObservers = {}): SqliteStore {
+    return new SqliteStore(openDatabase(path, durability), encodeEvent, observers);
   }
 
   /** Runs one write in its own `BEGIN IMMEDIATE` transaction and announces its pair changes after the commit. */
