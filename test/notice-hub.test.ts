@@ -67,4 +67,58 @@ describe("notice hub", () => {
       dir.remove();
     }
   });
+
+  test("a pair whose notice changes while it is being read is read again: it is sent once, at its newest version", async () => {
+    const dir = tempDir();
+    const store = openTestStore(join(dir.dir, "hub.db"));
+    const target = { namespace: "default", agentId: "main", key: "agent:main:worker" };
+    let gate: Promise<void> | undefined;
+    let reading: () => void = () => {};
+    // The first read of the pair's cursor takes its rows, then waits at the gate before answering.
+    const source = {
+      pendingCursors: store.pendingCursors.bind(store),
+      onPairChanges: store.onPairChanges.bind(store),
+      getCursors: async (pairs: Parameters<typeof store.getCursors>[0]) => {
+        const rows = await store.getCursors(pairs);
+        if (gate !== undefined) {
+          const waiting = gate;
+          gate = undefined;
+          reading();
+          await waiting;
+        }
+        return rows;
+      },
+    };
+    const hub = new NoticeHub(source, createLogger("silent"));
+    hub.start();
+    const abort = new AbortController();
+    try {
+      await store.watch("agent:main:main", target, 1);
+      const received: NoticeStreamItem[] = [];
+      const serving = (async () => {
+        for await (const item of hub.serve({ namespace: "default", watcherKeys: ["agent:main:main"], prefixes: [] }, abort.signal)) received.push(item);
+      })();
+      await tick();
+      let open: () => void = () => {};
+      gate = new Promise<void>((resolve) => (open = resolve));
+      const read = new Promise<void>((resolve) => (reading = resolve));
+      await store.append(humanTurn(target.key, 2));
+      await read;
+      // The read of the first notice is out; before it answers, the notice is acknowledged and reopened.
+      await store.ackNotices([{ watcherKey: "agent:main:main", target, notifiedVersion: 1 }], 3);
+      const second = await store.append(humanTurn(target.key, 3));
+      open();
+      while (hub.queuedPairs > 0 || received.length < 2) await tick();
+      await tick();
+      const notices = received.flatMap((item) => ("notice" in item ? [item.notice.notifiedVersion] : []));
+      assert.deepEqual(notices, [second.stateVersion], "one notice, at the second change's version");
+      abort.abort();
+      await serving;
+    } finally {
+      abort.abort();
+      hub.stop();
+      await store.close();
+      dir.remove();
+    }
+  });
 });

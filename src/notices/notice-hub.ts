@@ -17,17 +17,20 @@ export interface NoticeFilter {
 export type NoticeStreamItem = { notice: Notice } | { synced: { pendingDelivered: number } };
 
 /**
- * What the hub needs from durable state: the pending cursors of a filter, one pair's cursor, and the feed
+ * What the hub needs from durable state: the pending cursors of a filter, the cursors of some pairs, and the feed
  * of pairs whose pending notice opened, changed or closed (delivered after the change is durable). Every
  * store provides it.
  */
 export interface NoticeSource {
   pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]>;
-  getCursor(watcherKey: string, target: PairChange["target"]): Promise<CursorRecord | undefined>;
+  getCursors(pairs: readonly PairChange[]): Promise<CursorRecord[]>;
   onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void;
   /** Gaps in that feed, where every pending pair must be read again (see Store). */
   onFeedGap?(listener: () => void): () => void;
 }
+
+/** Pairs read from the store in one round trip by a subscription at most. */
+const maxPairsPerRead = 256;
 
 /** A watcher's identity across namespaces: a watcher and its targets share one namespace. */
 function watcherIn(namespace: string, watcherKey: string): string {
@@ -71,6 +74,17 @@ class Subscription {
     this.dirty.set(key, change);
     if (!this.markedAt.has(key)) this.markedAt.set(key, performance.now());
     this.wakeUp();
+  }
+
+  /** Takes up to `limit` dirty pairs out of the set, oldest first (their marking times stay until they are settled). */
+  takeDirty(limit: number): PairChange[] {
+    const taken: PairChange[] = [];
+    for (const [key, change] of this.dirty) {
+      if (taken.length === limit) break;
+      taken.push(change);
+      this.dirty.delete(key);
+    }
+    return taken;
   }
 
   markAllDirty(): void {
@@ -192,25 +206,31 @@ export class NoticeHub {
           for (const key of sub.sent.keys()) if (!pending.has(key)) sub.sent.delete(key);
           continue;
         }
-        const next = sub.dirty.entries().next();
-        if (next.done === true) {
+        if (sub.dirty.size === 0) {
           await sub.changed(signal);
           continue;
         }
-        const [key, change] = next.value;
-        sub.dirty.delete(key);
-        const markedAt = sub.markedAt.get(key);
-        sub.markedAt.delete(key);
-        const cursor = await this.store.getCursor(change.watcherKey, change.target);
-        if (cursor === undefined || !isPending(cursor)) {
-          sub.sent.delete(key);
-          continue;
+        // The dirty pairs, up to a batch, are read in one round trip; a pair marked again while its batch
+        // is out is left for the next batch, so what is sent is never older than the newest change heard.
+        const batch = sub.takeDirty(maxPairsPerRead);
+        const cursors = new Map((await this.store.getCursors(batch)).map((cursor) => [pairKey(cursor), cursor]));
+        for (const change of batch) {
+          if (signal.aborted) return;
+          const key = pairKey(change);
+          if (sub.dirty.has(key)) continue;
+          const markedAt = sub.markedAt.get(key);
+          sub.markedAt.delete(key);
+          const cursor = cursors.get(key);
+          if (cursor === undefined || !isPending(cursor)) {
+            sub.sent.delete(key);
+            continue;
+          }
+          if (sub.sent.get(key) === sentStateOf(cursor)) continue;
+          sub.sent.set(key, sentStateOf(cursor));
+          this.metrics?.noticesDelivered.inc();
+          if (markedAt !== undefined) this.metrics?.noticeDelivery.observe((performance.now() - markedAt) / 1000);
+          yield { notice: noticeFromCursor(cursor) };
         }
-        if (sub.sent.get(key) === sentStateOf(cursor)) continue;
-        sub.sent.set(key, sentStateOf(cursor));
-        this.metrics?.noticesDelivered.inc();
-        if (markedAt !== undefined) this.metrics?.noticeDelivery.observe((performance.now() - markedAt) / 1000);
-        yield { notice: noticeFromCursor(cursor) };
       }
     } finally {
       this.unregister(sub);

@@ -79,6 +79,8 @@ export interface Store {
   resetWatcher(namespace: string, watcherKey: string, nowMs: number): Promise<number>;
   /** The cursor of one pair. */
   getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined>;
+  /** The cursors of the pairs that have one, read in one snapshot, in no particular order. */
+  getCursors(pairs: readonly PairChange[]): Promise<CursorRecord[]>;
   /** Pending cursors, in `namespace`, of the named watchers and of watchers whose key starts with one of the prefixes. */
   pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]>;
   /** Applies acknowledgements in order, in one transaction; one outcome per ack. */

@@ -94,6 +94,15 @@ export interface PostgresStoreOptions {
 const eventColumns = `e.sequence, h.namespace, h.agent_id, h.session_key, e.kind, e.actor_type, e.actor_id, e.run_id, e.summary,
   e.occurred_at_ms, e.outcome, e.channel, e.turns, e.catalog_id, e.host_id, e.wire`;
 
+/** The cursors of some pairs, in one statement. */
+function cursorsOfPairs(pairs: readonly PairChange[]): SqlQuery {
+  return sql`
+    SELECT c.* FROM cursors AS c
+    JOIN unnest(${pairs.map((p) => p.target.namespace)}::text[], ${pairs.map((p) => p.watcherKey)}::text[],
+                ${pairs.map((p) => p.target.agentId)}::text[], ${pairs.map((p) => p.target.key)}::text[]) AS t (n, w, a, k)
+      ON c.namespace = t.n AND c.watcher_key = t.w AND c.target_agent_id = t.a AND c.target_key = t.k`;
+}
+
 /**
  * The PostgreSQL backend (SPEC §11): any number of replicas share one schema. SQL and transactions only;
  * each method reads, asks a plan of domain/write-plans (or a rule of domain/write-rules) and writes what it says, as in SqliteStore. Writes are group-committed under
@@ -479,6 +488,11 @@ export class PostgresStore implements Store {
     return row === undefined ? undefined : cursorFromRow(row);
   }
 
+  async getCursors(pairs: readonly PairChange[]): Promise<CursorRecord[]> {
+    if (pairs.length === 0) return [];
+    return (await this.db.query<CursorRow>(cursorsOfPairs(pairs))).map(cursorFromRow);
+  }
+
   async pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]> {
     if (watcherKeys.length === 0 && prefixes.length === 0) return [];
     const rows = await this.db.query<CursorRow>(sql`
@@ -504,12 +518,7 @@ export class PostgresStore implements Store {
           for (const cursor of ctx.cursorsOn(ack.target)!) pairs.set(pairKeyOf(cursor.watcherKey, cursor.target), cursor);
         }
       } else if (acks.length > 0) {
-        const rows = await ctx.tx.query<CursorRow>(sql`
-          SELECT c.* FROM cursors AS c
-          JOIN unnest(${acks.map((a) => a.target.namespace)}::text[], ${acks.map((a) => a.watcherKey)}::text[],
-                      ${acks.map((a) => a.target.agentId)}::text[], ${acks.map((a) => a.target.key)}::text[]) AS t (n, w, a, k)
-            ON c.namespace = t.n AND c.watcher_key = t.w AND c.target_agent_id = t.a AND c.target_key = t.k`);
-        for (const row of rows) {
+        for (const row of await ctx.tx.query<CursorRow>(cursorsOfPairs(acks))) {
           const cursor = cursorFromRow(row);
           pairs.set(pairKeyOf(cursor.watcherKey, cursor.target), cursor);
         }

@@ -241,6 +241,11 @@ export class SqliteStore implements Store {
     return this.cursors.get(watcherKey, target);
   }
 
+  async getCursors(pairs: readonly PairChange[]): Promise<CursorRecord[]> {
+    // Synchronous reads with no commit between them: one snapshot.
+    return pairs.flatMap((pair) => this.cursors.get(pair.watcherKey, pair.target) ?? []);
+  }
+
   async pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]> {
     return this.cursors.pending(namespace, watcherKeys, prefixes);
   }
