@@ -160,22 +160,30 @@ export async function postgresReplicas(ctx: BenchContext): Promise<void> {
 
     // Notice latency at 500/s: written and subscribed on one replica, then written on one and read on the other.
     // The writing replica's metrics say where an append's time goes: waiting in its queue, or in its transaction.
+    // One SQLite process is measured in the rounds between the replicas' in-replica rounds: its p99 is
+    // what the in-replica p99 is compared with, on the machine as it is in that minute.
     const metricsPort = await ctx.freePort();
     const pair = await replicas(2, [], [["--metrics-listen", `127.0.0.1:${metricsPort}`]]);
+    const single = await serve(["--db", join(ctx.work, "pg-latency.db"), "--listen", "127.0.0.1:0"]);
     const [a, b] = pair.map((server) => connect(server.address, { ownConnection: true })) as [Clients, Clients];
+    const s = connect(single.address, { ownConnection: true });
     try {
       const windows: ServerWindow[] = [];
-      const latency = async (writer: Clients, reader: Clients, tag: string) => {
+      const sqliteRuns: number[][] = [];
+      const latency = async (writer: Clients, reader: Clients, tag: string, alternate?: Clients) => {
         await noticeLatency(writer, reader, `${tag}warm`, 500, 1000);
+        if (alternate !== undefined) await noticeLatency(alternate, alternate, `${tag}swarm`, 500, 1000);
         const runs: number[][] = [];
         for (let r = 0; r < rounds; r++) {
+          if (alternate !== undefined) sqliteRuns.push(await noticeLatency(alternate, alternate, `${tag}s${r}`, 500, 4000));
           const opened = await scrapeServer(metricsPort);
           runs.push(await noticeLatency(writer, reader, `${tag}${r}`, 500, 4000));
           windows.push(windowBetween(opened, await scrapeServer(metricsPort)));
         }
         return { p50: median(runs.map((l) => percentile(l, 50))), p99: median(runs.map((l) => percentile(l, 99))) };
       };
-      const within = await latency(a, a, "in");
+      const within = await latency(a, a, "in", s);
+      const sqliteP99 = median(sqliteRuns.map((l) => percentile(l, 99)));
       const inReplica = windows.splice(0);
       const meanMs = (seconds: (w: ServerWindow) => number): number => median(inReplica.map((w) => (seconds(w) / Math.max(1, w.commits)) * 1000));
       row(
@@ -193,16 +201,21 @@ export async function postgresReplicas(ctx: BenchContext): Promise<void> {
       const across = await latency(a, b, "x");
       row("postgres", "notice at 500/s within one replica: p50 / p99 ms", `${within.p50.toFixed(1)} / ${within.p99.toFixed(1)}`);
       row("postgres", "notice at 500/s across replicas: p50 / p99 ms", `${across.p50.toFixed(1)} / ${across.p99.toFixed(1)}`);
-      row("postgres", "cross-replica p99 / in-replica p99", (across.p99 / within.p99).toFixed(2), "goal <= 2");
+      row("postgres", "cross-replica p99 / in-replica p99", (across.p99 / within.p99).toFixed(2), "goal <= 1.5");
       Object.assign(results, {
         pg_notice_p99_ms_in_replica: within.p99,
         pg_notice_p99_ms_across_replicas: across.p99,
         pg_notice_p99_across_vs_within: across.p99 / within.p99,
+        pg_notice_p99_ms_sqlite: sqliteP99,
+        pg_notice_p99_in_replica_vs_sqlite: within.p99 / sqliteP99,
       });
+      row("postgres", "notice at 500/s, one SQLite process in the same minutes: p99 ms", sqliteP99.toFixed(1));
+      row("postgres", "in-replica p99 / SQLite p99", (within.p99 / sqliteP99).toFixed(2), "goal <= 2");
     } finally {
       a.close();
       b.close();
-      await stopAll(pair);
+      s.close();
+      await stopAll([...pair, single]);
     }
 
     // Failover: the subscriber and the appender use a client on both replicas; the subscriber's stream

@@ -23,7 +23,11 @@ export function latencyChart(): string {
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>${ticks.join("")}${shares.join("")}${lines.join("")}<text x="${width / 2 - 120}" y="${height - 8}" font-size="12">latency (log scale); share of notices at or below</text></svg>\n`;
 }
 
-export function report(machine: string, date: string): string {
+export function report(machine: string, date: string, runs: number, goalLines: readonly string[]): string {
   const table = ["| scenario | figure | value | goal |", "| --- | --- | --- | --- |", ...rows.map((r) => `| ${r.join(" | ")} |`)];
-  return `# sessionstate benchmark report\n\n${date}, ${machine}. Server and clients share the machine; every ratio is against a baseline measured in the same run (throughput: medians of ${rounds} rounds of ${roundMs} ms; latency: medians over ${rounds} rounds of 5 s after a warm-up run).\n\n${table.join("\n")}\n\n![latency distributions](latency.svg)\n`;
+  return (
+    `# sessionstate benchmark report\n\n${date}, ${machine}. Server and clients share the machine; every ratio is against a baseline measured in the same run (throughput: medians of ${rounds} rounds of ${roundMs} ms; latency: medians over ${rounds} rounds of 5 s after a warm-up run).\n\n` +
+    `## Goals\n\nEach goal's median over ${runs} full run${runs === 1 ? "" : "s"} of every scenario, each run's value, and their spread.\n\n${goalLines.join("\n")}\n\n` +
+    `## Every figure (the last run)\n\n${table.join("\n")}\n\n![latency distributions](latency.svg)\n`
+  );
 }

@@ -6,7 +6,9 @@ import { appendFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { toBinary } from "@bufbuild/protobuf";
 import { Health, HealthCheckResponse_ServingStatus } from "../gen/grpc/health/v1/health_pb.js";
+import { SessionStatusResponseSchema } from "../gen/sessionstate/v1/reconcile_pb.js";
 import { SessionStateClient, silentLogger } from "../clients/typescript/src/session-state-client.js";
 import { createServiceClient } from "../clients/typescript/src/service-client.js";
 import { postgresMigrations } from "../src/store/postgres/postgres-schema.js";
@@ -15,7 +17,7 @@ import type { EventKind as KindName } from "../src/domain/event.js";
 import { freshSchema, testCluster } from "./support/backend.js";
 import { ReferenceModel } from "./support/reference-model.js";
 import { connectTestClient, skipWithoutPostgres, type PostgresCluster } from "./support/postgres-cluster.js";
-import { allEventSequences, connect, goal, human, scrapeMetrics, subscribe, tempDir, until, type Clients } from "./support/helpers.js";
+import { allEventSequences, connect, goal, human, metricValue, scrapeMetrics, seededRandom, subscribe, tempDir, until, type Clients } from "./support/helpers.js";
 import { freePort, runCli, spawnServer, type ServerProcess } from "./support/process-helpers.js";
 import { FaultProxy } from "./support/fault-proxy.js";
 import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
@@ -568,5 +570,87 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
     const refused = await runCli(["serve", "--db", cluster.url, "--db-schema", schema, "--listen", "127.0.0.1:0"]);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, new RegExp(`at version ${future}, newer than this program knows \\(${postgresMigrations.length}\\)`));
+  });
+
+  test("remembered SessionStatus answers: over random writes through two replicas, every answer equals an uncached replica's", { timeout: 120_000 }, async () => {
+    const schema = freshSchema();
+    const ports = [await freePort(), await freePort()];
+    const cached = [
+      await startReplica(schema, ["--max-events", "8", "--metrics-listen", `127.0.0.1:${ports[0]}`]),
+      await startReplica(schema, ["--max-events", "8", "--metrics-listen", `127.0.0.1:${ports[1]}`]),
+    ];
+    const plain = await startReplica(schema, ["--max-events", "8", "--status-cache-bytes", "0"]);
+    const random = seededRandom(11);
+    const keys = [boss, worker, "agent:other:main"];
+    /** A SessionStatus answer as its bytes, so answers compare exactly. */
+    const statusBytes = async (replica: Replica, key: string, changesSince: bigint | undefined, limit: number): Promise<string> => {
+      const answer = await replica.clients.reconcile.sessionStatus({ session: { key }, ...(changesSince === undefined ? {} : { changesSince }), limit });
+      return Buffer.from(toBinary(SessionStatusResponseSchema, answer)).toString("hex");
+    };
+    try {
+      let questions = 0;
+      let eventsPruned = 0;
+      for (let step = 0; step < 400; step++) {
+        const key = keys[random(keys.length)]!;
+        const through = cached[random(2)]!;
+        const op = random(20);
+        if (op < 7) {
+          const dedupeKey = random(4) === 0 ? `d${random(5)}` : "";
+          await through.clients.signalLog.append(goal(key, { summary: `step ${step}`, dedupeKey }));
+        } else if (op === 7) {
+          await through.clients.signalLog.deleteSession({ session: { key } });
+        } else if (op === 8) {
+          eventsPruned += (await through.clients.signalLog.prune({})).eventsRemoved;
+        } else {
+          const version = (await plain.clients.reconcile.sessionStatus({ session: { key } })).stateVersion;
+          const since = random(3) === 0 ? undefined : BigInt(random(Number(version) + 1));
+          const limit = random(3) === 0 ? 2 : 0;
+          const expected = await statusBytes(plain, key, since, limit);
+          // Each cached replica asked twice: the second answer may come from its memory.
+          for (const [i, replica] of cached.entries()) {
+            for (const ask of ["first", "again"]) {
+              assert.equal(await statusBytes(replica, key, since, limit), expected, `step ${step}: replica ${i}, ${ask}: SessionStatus ${key} since ${since} limit ${limit}`);
+            }
+          }
+          questions++;
+        }
+      }
+      assert.ok(questions > 150, `${questions} questions asked`);
+      assert.ok(eventsPruned > 10, `${eventsPruned} events pruned`);
+      for (const port of ports) {
+        const fromCache = metricValue(await scrapeMetrics(port), 'sessionstate_status_answers_total{source="cache"}');
+        assert.ok(fromCache >= questions * 0.75, `${fromCache} answers from the cache for ${questions} questions`);
+      }
+    } finally {
+      for (const replica of [...cached, plain]) await replica.stop();
+    }
+  });
+
+  test("a write through one replica is never hidden by another's remembered answer, even while that one hears of it late", { timeout: 60_000 }, async () => {
+    const schema = freshSchema();
+    const writer = await startReplica(schema);
+    // The reader's every byte to and from PostgreSQL, its notifications too, is held 25 ms.
+    const proxy = await FaultProxy.start({ path: parsePostgresUrl(cluster.url).socketPath! });
+    const metricsPort = await freePort();
+    const reader = await startReplica(schema, ["--metrics-listen", `127.0.0.1:${metricsPort}`], `postgres://postgres@127.0.0.1:${proxy.port}/postgres`);
+    try {
+      proxy.delay(25);
+      for (let round = 0; round < 40; round++) {
+        const asked = { session: { key: worker }, changesSince: 0n };
+        const before = await reader.clients.reconcile.sessionStatus(asked);
+        assert.deepEqual(await reader.clients.reconcile.sessionStatus(asked), before, `round ${round}: asked again`);
+        const written = await writer.clients.signalLog.append(goal(worker, { summary: `round ${round}` }));
+        // Asked at once: the notification of the write is still on its way to the reader.
+        const after = await reader.clients.reconcile.sessionStatus(asked);
+        assert.equal(after.stateVersion, written.stateVersion, `round ${round}: the reader answers with the write`);
+        assert.equal(after.stateChanges!.events.at(-1)!.summary, `round ${round}`);
+      }
+      const text = await scrapeMetrics(metricsPort);
+      assert.ok(metricValue(text, 'sessionstate_status_answers_total{source="cache"}') >= 40, "the repeated questions came from memory");
+    } finally {
+      await reader.stop();
+      await writer.stop();
+      await proxy.close();
+    }
   });
 });

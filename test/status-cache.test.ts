@@ -3,9 +3,9 @@ import { describe, test } from "node:test";
 import { toBinary } from "@bufbuild/protobuf";
 import { SessionStatusResponseSchema } from "../gen/sessionstate/v1/reconcile_pb.js";
 import { WireMessage } from "../src/codec/wire-message.js";
-import { ChangeStamps } from "../src/store/sqlite/change-stamps.js";
+import { ChangeStamps } from "../src/store/change-stamps.js";
 import { StatusAnswerCache } from "../src/services/status-cache.js";
-import { goal, metricValue, scrapeMetrics, startTestServer, type TestServer } from "./support/helpers.js";
+import { goal, metricValue, scrapeMetrics, seededRandom, startTestServer, type TestServer } from "./support/helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
@@ -71,14 +71,7 @@ describe("SessionStatus answers remembered between writes (SQLite)", () => {
     // The same operations on two servers: one remembers answers, one always reads the store.
     const cached = await startTestServer({ maxEvents: 8, metricsListen: { host: "127.0.0.1", port: 0 } });
     const plain = await startTestServer({ maxEvents: 8, statusCacheBytes: 0 });
-    // mulberry32: a small seeded generator, so a failure replays.
-    let seed = 7;
-    const random = (n: number): number => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let x = Math.imul(seed ^ (seed >>> 15), seed | 1);
-      x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-      return (((x ^ (x >>> 14)) >>> 0) / 2 ** 32) * n | 0;
-    };
+    const random = seededRandom(7);
     const keys = [W, C, "agent:other:main"];
     try {
       let questions = 0;
@@ -127,11 +120,11 @@ describe("SessionStatus answers remembered between writes (SQLite)", () => {
 describe("StatusAnswerCache", () => {
   const answer = (bytes: number): WireMessage<typeof SessionStatusResponseSchema> => new WireMessage(new Uint8Array(bytes));
   /** A cache over settable stamps. */
-  const cacheOf = (maxBytes: number) => {
+  const cacheOf = (maxBytes: number, stampsCurrent?: () => Promise<void>) => {
     const stamps = new Map<string, number>();
-    const cache = new StatusAnswerCache(maxBytes, (session) => stamps.get(session.key) ?? 0);
-    const ask = (key: string, read?: WireMessage<typeof SessionStatusResponseSchema>) => {
-      const found = cache.lookup({ namespace: "default", agentId: "main", key }, 0, 200);
+    const cache = new StatusAnswerCache(maxBytes, (session) => stamps.get(session.key) ?? 0, stampsCurrent);
+    const ask = async (key: string, read?: WireMessage<typeof SessionStatusResponseSchema>) => {
+      const found = await cache.lookup({ namespace: "default", agentId: "main", key }, 0, 200);
       if ("answer" in found) return found.answer;
       if (read !== undefined) found.remember(read);
       return undefined;
@@ -139,24 +132,24 @@ describe("StatusAnswerCache", () => {
     return { cache, stamps, ask };
   };
 
-  test("an answer is served only under the stamp it was read with", () => {
+  test("an answer is served only under the stamp it was read with", async () => {
     const { cache, stamps, ask } = cacheOf(1000);
     const remembered = answer(10);
-    assert.equal(ask(W, remembered), undefined);
-    assert.equal(ask(W), remembered);
+    assert.equal(await ask(W, remembered), undefined);
+    assert.equal(await ask(W), remembered);
     stamps.set(W, 1);
-    assert.equal(ask(W), undefined);
+    assert.equal(await ask(W), undefined);
     // A stale entry is dropped when found stale.
     assert.deepEqual(cache.size, { answers: 0, bytes: 0 });
   });
 
-  test("a write between the lookup and the store's read makes the answer miss later", () => {
+  test("a write between the lookup and the store's read makes the answer miss later", async () => {
     const { stamps, ask, cache } = cacheOf(1000);
-    const found = cache.lookup({ namespace: "default", agentId: "main", key: W }, 0, 200);
+    const found = await cache.lookup({ namespace: "default", agentId: "main", key: W }, 0, 200);
     assert.ok("remember" in found);
     stamps.set(W, 1); // the write
     found.remember(answer(10)); // read after the write, remembered under the stamp from before it
-    assert.equal(ask(W), undefined);
+    assert.equal(await ask(W), undefined);
   });
 
   test("keys tell apart every part of the question", () => {
@@ -174,23 +167,44 @@ describe("StatusAnswerCache", () => {
     assert.equal(new Set(keys).size, keys.length);
   });
 
-  test("the bytes held stay under the bound; the least recently used go first", () => {
+  test("the bytes held stay under the bound; the least recently used go first", async () => {
     const { cache, ask } = cacheOf(1000);
-    for (let i = 0; i < 4; i++) ask(`k${i}`, answer(100));
+    for (let i = 0; i < 4; i++) await ask(`k${i}`, answer(100));
     assert.equal(cache.size.answers, 4);
-    ask("k0");
+    await ask("k0");
     // Each takes 123 bytes (100 and its key, which names the namespace): 8 fit, so the 9th pushes out the
     // least recently used, k1.
-    for (let i = 4; i < 9; i++) ask(`k${i}`, answer(100));
+    for (let i = 4; i < 9; i++) await ask(`k${i}`, answer(100));
     assert.deepEqual(cache.size, { answers: 8, bytes: 984 });
-    assert.equal(ask("k1"), undefined);
-    for (const kept of ["k0", "k2", "k3", "k8"]) assert.notEqual(ask(kept), undefined, kept);
+    assert.equal(await ask("k1"), undefined);
+    for (const kept of ["k0", "k2", "k3", "k8"]) assert.notEqual(await ask(kept), undefined, kept);
     // An answer above an eighth of the bound is not kept at all; a bound of 0 keeps nothing.
-    ask("k99", answer(200));
-    assert.equal(ask("k99"), undefined);
+    await ask("k99", answer(200));
+    assert.equal(await ask("k99"), undefined);
     const none = cacheOf(0);
-    none.ask("k0", answer(1));
-    assert.equal(none.ask("k0"), undefined);
+    await none.ask("k0", answer(1));
+    assert.equal(await none.ask("k0"), undefined);
+  });
+
+  test("where other processes write, a held answer is served only after the stamps have heard of every write", async () => {
+    let heard = 0;
+    const unheard: string[] = [];
+    // The store's stamps learn of another process's writes only when asked to catch up.
+    const { stamps, ask } = cacheOf(1000, async () => {
+      heard++;
+      for (const key of unheard.splice(0)) stamps.set(key, (stamps.get(key) ?? 0) + 1);
+    });
+    const remembered = answer(10);
+    assert.equal(await ask(W, remembered), undefined);
+    assert.equal(heard, 0, "a question with no answer held does not wait to catch up");
+    assert.equal(await ask(W), remembered);
+    assert.equal(heard, 1);
+    unheard.push(W); // another replica wrote to W
+    assert.equal(await ask(W), undefined, "the write is heard before the held answer is served");
+    assert.equal(heard, 2);
+    unheard.push(C); // a write to another session leaves W's answer standing
+    assert.equal(await ask(W, remembered), undefined);
+    assert.equal(await ask(W), remembered);
   });
 });
 

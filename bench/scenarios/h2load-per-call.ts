@@ -155,6 +155,8 @@ export async function h2loadPerCall(echo: Listening): Promise<void> {
   results.h2load_status_vs_echo = normal.status!.requestsPerSec / echoRun.requestsPerSec;
   results.h2load_append_full_per_sec = full.append.requestsPerSec;
   results.h2load_append_full_cpu_ms_per_1000 = full.append.serverCpuMsPer1000;
+  results.h2load_append_cpu_vs_floor = normal.append.serverCpuMsPer1000 / floor.serverCpuMsPer1000;
+  row("h2load", "Append's CPU per call / its floor's", Number(results.h2load_append_cpu_vs_floor).toFixed(2), "goal <= 1.2");
   if (process.env.BENCH_SKIP_ETCD !== undefined) return;
   const tmpfs = await etcdPut(true);
   const disk = await etcdPut(false);

@@ -32,7 +32,7 @@ export async function noticeLatencies(echo: Listening): Promise<void> {
   const server = await sessionstate("latency", ["--metrics-listen", `127.0.0.1:${metricsPort}`]);
   const clients = connect(server.address);
   try {
-    for (const rate of [100, 500]) {
+    for (const rate of [100, 500, 2000]) {
       // Each round is a window of the server's own metrics (the first, the warm-up, is dropped).
       const windows: ServerWindow[] = [];
       const latency = await latencyRounds(async (ms) => {

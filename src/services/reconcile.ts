@@ -26,7 +26,8 @@ export interface ReconcileDeps {
 /** The Reconcile service: read-only, never moves a cursor. */
 export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: ReconcileDeps): ServiceHandlers<(typeof Reconcile)["method"]> {
   const stampOf = store.statusStamp?.bind(store);
-  const cache = stampOf !== undefined && statusCacheBytes > 0 ? new StatusAnswerCache(statusCacheBytes, stampOf) : undefined;
+  const cache =
+    stampOf !== undefined && statusCacheBytes > 0 ? new StatusAnswerCache(statusCacheBytes, stampOf, store.statusStampsCurrent?.bind(store)) : undefined;
   return {
     sessionStatus: async (request, context) => {
       const session = sessionIdFromRef("session", request.session, context.namespace);
@@ -39,7 +40,7 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
       }
       // Versions are far below 2^53; anything larger is simply past the head.
       const sinceNumber = since === undefined ? undefined : since > BigInt(Number.MAX_SAFE_INTEGER) ? Infinity : Number(since);
-      const remembered = cache?.lookup(session, sinceNumber, limit);
+      const remembered = await cache?.lookup(session, sinceNumber, limit);
       if (remembered !== undefined && "answer" in remembered) {
         metrics?.statusAnswersFrom.cache.inc();
         return remembered.answer;

@@ -15,9 +15,11 @@ export type Lookup = { answer: Answer } | { remember: (answer: Answer) => void }
 /**
  * Encoded SessionStatus answers, by (session, changes_since, limit), each kept with the store's status
  * stamp of its session read before the answer was (Store.statusStamp). An answer is served again only
- * while the stamp is unchanged, so it is exactly what the store would answer now. Several watchers
- * reconciling one target after a notice ask the same question; the first reads the store, the others
- * get its bytes. Bounded by the bytes of the answers held; the least recently used go first.
+ * while the stamp is unchanged, so it is exactly what the store would answer now. Where other processes
+ * write too (PostgreSQL replicas), the stamps are first brought up to date with every write committed
+ * before the question (Store.statusStampsCurrent); a question with no answer held never waits for that.
+ * Several watchers reconciling one target after a notice ask the same question; the first reads the
+ * store, the others get its bytes. Bounded by the bytes of the answers held; the least recently used go first.
  */
 export class StatusAnswerCache {
   private readonly entries = new Map<string, Entry>();
@@ -25,20 +27,26 @@ export class StatusAnswerCache {
 
   /**
    * `maxBytes` 0 keeps nothing; `stampOf` is the store's Store.statusStamp: it must change on every write
-   * that may change a session's answer.
+   * that may change a session's answer; `stampsCurrent`, the store's Store.statusStampsCurrent if it has one.
    */
   constructor(
     private readonly maxBytes: number,
     private readonly stampOf: (session: SessionId) => number,
+    private readonly stampsCurrent?: () => Promise<void>,
   ) {}
 
   /**
    * Looks up SessionStatus(session, changesSince, limit). The stamp is read now, before the caller reads
    * the store, so a write in between only makes the answer remembered under it miss later.
    */
-  lookup(session: SessionId, changesSince: number | undefined, limit: number): Lookup {
+  async lookup(session: SessionId, changesSince: number | undefined, limit: number): Promise<Lookup> {
     const key = StatusAnswerCache.keyOf(session, changesSince, limit);
-    const stamp = this.stampOf(session);
+    let stamp = this.stampOf(session);
+    if (this.stampsCurrent !== undefined && this.entries.get(key)?.stamp === stamp) {
+      // An answer is held for this stamp: it is served only if no write the stamps have not heard of yet changed it.
+      await this.stampsCurrent();
+      stamp = this.stampOf(session);
+    }
     const answer = this.get(key, stamp);
     return answer !== undefined ? { answer } : { remember: (read) => this.put(key, stamp, read) };
   }

@@ -53,10 +53,16 @@ export interface Store {
   sessionStatus(session: SessionId, changesSince: number | undefined, limit: number): Promise<SessionStatus>;
   /**
    * A number that changes whenever the session's SessionStatus answer may change (its head or its events):
-   * an answer read after the stamp holds for as long as the stamp stays the same. Only a backend that sees
-   * every write has it; absent on one whose database other processes write too.
+   * an answer read after the stamp holds for as long as the stamp stays the same. It changes with every
+   * write the backend has heard of; see statusStampsCurrent for writes it may not have heard of yet.
    */
   statusStamp?(session: SessionId): number;
+  /**
+   * Resolves once every stamp holds each write committed before the call, by any process: only then may an
+   * answer be served for its unchanged stamp. Absent where stamps always do (SQLite: one process owns the
+   * database, and its writes bump them as they commit). Rejects when that cannot be known in time.
+   */
+  statusStampsCurrent?(): Promise<void>;
   /** Sessions of a namespace with a head, ordered by (agent id, key), strictly after `after`. */
   listSessions(filter: { namespace: string; agentId?: string | undefined; after?: SessionId | undefined; limit: number }): Promise<SessionHead[]>;
   /** The state version of each session, `undefined` where it has no head; same order as asked. */

@@ -443,3 +443,14 @@ export async function atFixedRate(
   }
   await Promise.all(sent);
 }
+
+/** A seeded generator of whole numbers below `n` (mulberry32), so a failing random test replays. */
+export function seededRandom(seed: number): (n: number) => number {
+  let state = seed;
+  return (n) => {
+    state = (state + 0x6d2b79f5) | 0;
+    let x = Math.imul(state ^ (state >>> 15), state | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return Math.floor((((x ^ (x >>> 14)) >>> 0) / 2 ** 32) * n);
+  };
+}

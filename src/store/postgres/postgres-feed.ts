@@ -1,7 +1,8 @@
 import type pg from "pg";
 import type { PairChange } from "../../domain/records.js";
+import type { SessionId } from "../../domain/session-key.js";
 import { sql } from "./pg-sql.js";
-import { destroyClient, type PostgresDatabase } from "./postgres-database.js";
+import { DatabaseUnreachableError, destroyClient, type PostgresDatabase } from "./postgres-database.js";
 
 /** The safety net: the feed reads new changes this often even when no notification arrived. */
 export const feedPollIntervalMs = 2000;
@@ -21,10 +22,35 @@ interface ChangeRow {
   target_key: string;
 }
 
+/** Sessions whose SessionStatus answer a commit may have changed: some, or every one (a prune step). */
+export interface StatusChanges {
+  sessions: SessionId[];
+  all: boolean;
+}
+
+/**
+ * The rows of `pair_changes` for one commit. A pair's row names its watcher; a row with an empty watcher
+ * key (never a watcher's: keys are validated non-empty) says its session's SessionStatus answer changed,
+ * and one whose every name is empty says every session's did.
+ */
+export function feedRowsOf(pairs: readonly PairChange[], status: StatusChanges): { n: string[]; w: string[]; a: string[]; k: string[] } {
+  const rows = { n: [] as string[], w: [] as string[], a: [] as string[], k: [] as string[] };
+  const push = (n: string, w: string, a: string, k: string): void => {
+    rows.n.push(n);
+    rows.w.push(w);
+    rows.a.push(a);
+    rows.k.push(k);
+  };
+  for (const pair of pairs) push(pair.target.namespace, pair.watcherKey, pair.target.agentId, pair.target.key);
+  if (status.all) push("", "", "", "");
+  else for (const session of status.sessions) push(session.namespace, "", session.agentId, session.key);
+  return rows;
+}
+
 /** What the feed tells the store. */
 export interface FeedListener {
-  /** Pairs other replicas (or this one, unannounced) changed, in commit order. */
-  changes(changes: readonly PairChange[]): void;
+  /** Pairs and sessions other replicas (or this one, unannounced) changed, in commit order. */
+  changes(changes: readonly PairChange[], status: StatusChanges): void;
   /** Changes were missed for good (pruned before they were read): every pending pair must be read again. */
   gap(): void;
   /** A read failed; it is tried again on the next wake-up or tick. */
@@ -53,6 +79,9 @@ export class PairChangeFeed {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private reconnectAttempts = 0;
   private reading: Promise<void> | undefined;
+  /** Reads begun so far; a waiter of `heardAll` is settled by the first read numbered above its `after`. */
+  private readsStarted = 0;
+  private waiters: { after: number; resolve: () => void; reject: (error: unknown) => void }[] = [];
   private again = false;
   private stopped = false;
 
@@ -91,7 +120,12 @@ export class PairChangeFeed {
     client.on("error", drop);
     client.on("end", drop);
     client.on("notification", (message) => {
-      if (message.channel === this.channel) this.catchUp();
+      if (message.channel !== this.channel) return;
+      // This replica's own commit (the payload is its change number): its changes reached the listener at
+      // once, so there is nothing to read unless it could not announce them. The next read passes it.
+      const own = this.own.get(Number(message.payload));
+      if (own === undefined) this.catchUp();
+      else void own.then((announced) => !announced && this.catchUp());
     });
     try {
       await this.withDeadline(client, client.query(`LISTEN "${this.channel}"`));
@@ -170,8 +204,15 @@ export class PairChangeFeed {
       this.again = true;
       return;
     }
+    const index = ++this.readsStarted;
     this.reading = this.readNew()
-      .catch((error: unknown) => this.listener.error(error))
+      .then(
+        () => this.settleWaiters(index, undefined),
+        (error: unknown) => {
+          this.settleWaiters(index, error);
+          this.listener.error(error);
+        },
+      )
       .finally(() => {
         this.reading = undefined;
         if (this.again) {
@@ -179,6 +220,30 @@ export class PairChangeFeed {
           this.catchUp();
         }
       });
+  }
+
+  /**
+   * Resolves once this feed has told its listener of every change committed before the call: when a read
+   * that began after it has read to the end. Calls at the same time share that read. Rejects with the
+   * read's error when it fails, or when the feed stops.
+   */
+  heardAll(): Promise<void> {
+    if (this.stopped) return Promise.reject(new DatabaseUnreachableError("the feed of changes is stopped"));
+    return new Promise((resolve, reject) => {
+      this.waiters.push({ after: this.readsStarted, resolve, reject });
+      this.catchUp();
+    });
+  }
+
+  /** Settles the waiters that read `index` began after: it read to the end, or failed with `error`. */
+  private settleWaiters(index: number, error: unknown): void {
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const waiter of waiting) {
+      if (waiter.after >= index) this.waiters.push(waiter);
+      else if (error === undefined && !this.stopped) waiter.resolve();
+      else waiter.reject(error ?? new DatabaseUnreachableError("the feed of changes is stopped"));
+    }
   }
 
   /** Resolves when the read in progress (and any it asked for) is done. */
@@ -207,6 +272,7 @@ export class PairChangeFeed {
       const first = rows[0]!.change_seq;
       const gap = (first === null && head > this.lastSeq) || (first !== null && first > this.lastSeq + 1);
       const changes: PairChange[] = [];
+      const status: StatusChanges = { sessions: [], all: false };
       let skipping: number | undefined;
       let read = this.lastSeq;
       for (const row of rows) {
@@ -217,12 +283,15 @@ export class PairChangeFeed {
           skipping = own !== undefined && (await own) ? read : undefined;
         }
         if (skipping === read) continue;
-        changes.push({ watcherKey: row.watcher_key, target: { namespace: row.namespace, agentId: row.target_agent_id, key: row.target_key } });
+        const target = { namespace: row.namespace, agentId: row.target_agent_id, key: row.target_key };
+        if (row.watcher_key !== "") changes.push({ watcherKey: row.watcher_key, target });
+        else if (row.namespace === "") status.all = true;
+        else status.sessions.push(target);
       }
       this.lastSeq = gap && first === null ? head : read;
       for (const seq of this.own.keys()) if (seq <= this.lastSeq) this.own.delete(seq);
       if (gap) this.listener.gap();
-      if (changes.length > 0) this.listener.changes(changes);
+      if (changes.length > 0 || status.all || status.sessions.length > 0) this.listener.changes(changes, status);
       if (rows.length < catchUpRows) return;
     }
   }
@@ -239,6 +308,7 @@ export class PairChangeFeed {
     const client = this.client;
     this.client = undefined;
     if (client !== undefined) destroyClient(client);
+    this.settleWaiters(Number.POSITIVE_INFINITY, new DatabaseUnreachableError("the feed of changes is stopped"));
     return this.settled();
   }
 }

@@ -46,8 +46,9 @@ import type { CommitObserver, Durability } from "../store.js";
 import type { WriteResult } from "../store.js";
 import { settleWithin } from "../../settle-within.js";
 import { rawSql, sql, type SqlQuery } from "./pg-sql.js";
-import { PostgresDatabase, type PgDeadlines, type PgTransaction } from "./postgres-database.js";
-import { PairChangeFeed } from "./postgres-feed.js";
+import { DatabaseUnreachableError, PostgresDatabase, type PgDeadlines, type PgTransaction } from "./postgres-database.js";
+import { PairChangeFeed, type StatusChanges } from "./postgres-feed.js";
+import { ChangeStamps } from "../change-stamps.js";
 import { StorageTracker, type StorageObserver } from "../storage-tracker.js";
 import { migratePostgres } from "./postgres-schema.js";
 import type { PostgresTarget } from "./postgres-url.js";
@@ -114,6 +115,8 @@ function cursorsOfPairs(pairs: readonly PairChange[]): SqlQuery {
 export class PostgresStore implements Store {
   private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
   private readonly gapListeners = new Set<() => void>();
+  /** Stamps of the sessions' SessionStatus answers: bumped by this replica's commits and by the feed. */
+  private readonly stamps = new ChangeStamps();
   private readonly db: PostgresDatabase;
   private readonly writes: PgGroupCommit;
   private readonly channel: string;
@@ -138,6 +141,7 @@ export class PostgresStore implements Store {
       {
         reserve: (changeSeq) => this.feed?.reserveOwn(changeSeq) ?? (() => undefined),
         announce: (changes) => this.announce(changes),
+        statusChanged: (status) => this.bumpStamps(status),
       },
       options.nowMs,
       (tx, hints) => this.prefetch(tx, hints),
@@ -215,8 +219,12 @@ export class PostgresStore implements Store {
     }
     const [clock] = await this.db.query<{ change_seq: number }>(sql`SELECT change_seq FROM clock WHERE id = 1`);
     const feed = new PairChangeFeed(this.db, this.channel, clock!.change_seq, {
-      changes: (changes) => this.announce(changes),
+      changes: (changes, status) => {
+        this.bumpStamps(status);
+        this.announce(changes);
+      },
       gap: () => {
+        this.stamps.bumpAll();
         for (const listener of this.gapListeners) listener();
       },
       error: (error) => this.options.onFeedError?.(error),
@@ -233,6 +241,25 @@ export class PostgresStore implements Store {
   /** Calls `listener` with false when the database stops answering and with true when it answers again. */
   onReachabilityChange(listener: (reachable: boolean) => void): () => void {
     return this.db.onReachabilityChange(listener);
+  }
+
+  private bumpStamps(status: StatusChanges): void {
+    if (status.all) this.stamps.bumpAll();
+    for (const session of status.sessions) this.stamps.bump(session);
+  }
+
+  /** The session's stamp as far as this replica has heard (see statusStampsCurrent). */
+  statusStamp(session: SessionId): number {
+    return this.stamps.of(session);
+  }
+
+  /**
+   * Resolves once the stamps hold every write committed before the call, this replica's and the others':
+   * the feed has read to the end in a read that began after it (calls at once share that read).
+   */
+  statusStampsCurrent(): Promise<void> {
+    if (this.feed === undefined) return Promise.reject(new DatabaseUnreachableError("the store has not started"));
+    return this.feed.heardAll();
   }
 
   private announce(changes: readonly PairChange[]): void {
@@ -425,6 +452,7 @@ export class PostgresStore implements Store {
       ctx.send(sql`DELETE FROM run_flags WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`);
       ctx.send(sql`DELETE FROM own_texts WHERE namespace = ${session.namespace} AND agent_id = ${session.agentId} AND session_key = ${session.key}`);
       const linkRemoved = await this.removeLink(ctx, session);
+      ctx.sessionChanged(session);
       return { value: { eventsRemoved, cursorsRemoved: removed.length, linkRemoved }, changes: pairChangesOfRemoved(removed) };
     });
   }
@@ -686,6 +714,8 @@ export class PostgresStore implements Store {
           ) RETURNING *`)
       ).map(cursorFromRow);
       ctx.send(sql`DELETE FROM pair_changes WHERE at_ms < ${this.options.nowMs() - pairChangesKeptMs}`);
+      // Which sessions lost events or had their watermark raised is not read back: every answer may have changed.
+      if (eventsRemoved > 0) ctx.everySessionChanged();
       return { value: pruneStepOutcome(policy, eventsRemoved, removed.length), changes: pairChangesOfRemoved(removed) };
     });
   }

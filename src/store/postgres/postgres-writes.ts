@@ -8,6 +8,7 @@ import { extraKindsToColumn } from "../rows.js";
 import { sql, type SqlQuery } from "./pg-sql.js";
 import { DatabaseUnreachableError, type PgTransaction, type PostgresDatabase } from "./postgres-database.js";
 import type { StorageTracker } from "../storage-tracker.js";
+import { feedRowsOf, type StatusChanges } from "./postgres-feed.js";
 
 /** The rows a write will read, named before the transaction so the batch reads them all at once. */
 export interface WriteHints {
@@ -68,6 +69,9 @@ export class PgWriteContext {
   private readonly appended = new Map<string, number>();
   private deferredEvents: DeferredEvent[] = [];
   private deferredCursors = new Map<string, CursorRecord>();
+  /** Sessions whose SessionStatus answer this batch changes (every session's, after a prune step). */
+  private readonly statusChanged = new Map<string, SessionId>();
+  private everyStatusChanged = false;
 
   constructor(
     private readonly transaction: PgTransaction,
@@ -84,6 +88,22 @@ export class PgWriteContext {
   /** Holds back the insert of an event (and the move of its session's head) until the batch's next statement. */
   deferEvent(event: StoredEvent, dedupeKey: string | undefined, nowMs: number): void {
     this.deferredEvents.push({ event, dedupeKey, nowMs });
+    this.sessionChanged({ namespace: event.namespace, agentId: event.agentId, key: event.sessionKey });
+  }
+
+  /** Records that this batch changes what SessionStatus answers about `session` (its head or its events). */
+  sessionChanged(session: SessionId): void {
+    this.statusChanged.set(targetKeyOf(session), session);
+  }
+
+  /** Records that this batch may change what SessionStatus answers about any session (pruning). */
+  everySessionChanged(): void {
+    this.everyStatusChanged = true;
+  }
+
+  /** The sessions whose answers this batch changes. */
+  get statusChanges(): StatusChanges {
+    return { sessions: [...this.statusChanged.values()], all: this.everyStatusChanged };
   }
 
   /** Holds back the writes of cursor rows (the last state of each pair wins) until the batch's next statement. */
@@ -241,12 +261,17 @@ export interface OwnChanges {
   reserve(changeSeq: number): (announced: boolean) => void;
   /** Pairs this replica committed, announced at once (the local fast path). */
   announce(changes: readonly PairChange[]): void;
+  /**
+   * Sessions whose answers a commit of this replica changed: told once COMMIT is answered, before any of
+   * its writes is and before the feed may skip its change number.
+   */
+  statusChanged(status: StatusChanges): void;
 }
 
 /**
  * Group commit on PostgreSQL (SPEC §11): writes queued in the same turn of the event loop share one
- * transaction that starts by locking the clock row, takes its sequences from it, records the pairs it
- * changed in `pair_changes` under one new change number, wakes every replica's listener with one
+ * transaction that starts by locking the clock row, takes its sequences from it, records the pairs and the
+ * sessions it changed in `pair_changes` under one new change number, wakes every replica's listener with one
  * `pg_notify`, and updates the clock before COMMIT. So commit order is sequence order for every reader.
  * There is no savepoint per write: refusals are values decided by the domain rules, and should the
  * transaction fail for a reason of its own (not the database's absence), each write is run again alone so
@@ -345,6 +370,7 @@ export class PgGroupCommit {
    */
   private async commit(writes: readonly QueuedWrite[], deadlineMs: number): Promise<{ results: unknown[]; changes: PairChange[] }> {
     let settleOwn: ((announced: boolean) => void) | undefined;
+    let status: StatusChanges | undefined;
     try {
       const outcome = await this.db.transaction(async (tx) => {
         // The lock and the batch's reads go out together: one round trip before the writes run.
@@ -360,14 +386,15 @@ export class PgGroupCommit {
           results.push(result.value);
           changes.push(...result.changes);
         }
-        const changeSeq = changes.length > 0 ? clock!.change_seq + 1 : clock!.change_seq;
-        if (changes.length > 0) {
+        status = ctx.statusChanges;
+        const rows = feedRowsOf(changes, status);
+        const changeSeq = rows.n.length > 0 ? clock!.change_seq + 1 : clock!.change_seq;
+        if (rows.n.length > 0) {
           settleOwn = this.own.reserve(changeSeq);
           ctx.send(sql`
             INSERT INTO pair_changes (change_seq, namespace, watcher_key, target_agent_id, target_key, at_ms)
             SELECT ${changeSeq}, n, w, a, k, ${this.nowMs()}
-            FROM unnest(${changes.map((c) => c.target.namespace)}::text[], ${changes.map((c) => c.watcherKey)}::text[],
-                        ${changes.map((c) => c.target.agentId)}::text[], ${changes.map((c) => c.target.key)}::text[]) AS t (n, w, a, k)`);
+            FROM unnest(${rows.n}::text[], ${rows.w}::text[], ${rows.a}::text[], ${rows.k}::text[]) AS t (n, w, a, k)`);
           ctx.send(sql`SELECT pg_notify(${this.notifyChannel}, ${String(changeSeq)})`);
         }
         if (ctx.lastSequence !== clock!.event_seq || changeSeq !== clock!.change_seq) {
@@ -376,6 +403,7 @@ export class PgGroupCommit {
         ctx.flushDeferred();
         return { results, changes };
       }, deadlineMs);
+      if (status !== undefined) this.own.statusChanged(status);
       settleOwn?.(true);
       this.storage.observe(undefined);
       return outcome;

@@ -3,7 +3,7 @@ import type { StoredEvent } from "../../domain/event.js";
 import type { SessionId } from "../../domain/session-key.js";
 import type { EventWire, SessionHead } from "../../domain/records.js";
 import { pruneWatermarks, sessionPageStart, type NamespaceCount } from "../../domain/write-plans.js";
-import { ChangeStamps } from "./change-stamps.js";
+import { ChangeStamps } from "../change-stamps.js";
 import { eventFromRow, eventsFromConcatenation, headFromRow, type EventRow, type HeadRow } from "../rows.js";
 
 /** An event about to be pruned: its sequence and its session. */

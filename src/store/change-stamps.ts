@@ -1,4 +1,4 @@
-import type { SessionId } from "../../domain/session-key.js";
+import type { SessionId } from "../domain/session-key.js";
 
 /** Number of stamp slots; sessions share a slot by hash, which costs a needless miss and nothing else. */
 const slotCount = 4096;
@@ -6,8 +6,9 @@ const slotCount = 4096;
 /**
  * A stamp per session that changes whenever anything a SessionStatus answer reads of it may have changed:
  * its head (state version, prune watermark) or its events. A reader that remembers an answer with the stamp
- * it read before the answer can tell, from the stamp alone, whether the answer still holds. Only a backend
- * that sees every write (SQLite: this process owns the file) can keep stamps.
+ * it read before the answer can tell, from the stamp alone, whether the answer still holds. A backend keeps
+ * them from every write it knows of: SQLite's process owns its file and sees them all; a PostgreSQL replica
+ * learns of other replicas' writes through its feed, and checks it has heard of every write before using one.
  *
  * Fixed memory: sessions hash into `slotCount` slots, and a bump gives its slot a value larger than any
  * stamp given before, so every stamp read before the bump differs from every one read after it. A write
