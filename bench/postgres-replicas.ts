@@ -191,6 +191,12 @@ export async function postgresReplicas(ctx: BenchContext): Promise<void> {
         "within one replica at 500/s, the writer's transactions per round; mean ms in each / its oldest write's wait before it",
         `${median(inReplica.map((w) => w.commits)).toFixed(0)}; ${meanMs((w) => w.commitSeconds).toFixed(1)} / ${meanMs((w) => w.waitSeconds).toFixed(1)}`,
       );
+      row(
+        "postgres",
+        "within one replica at 500/s, per round: the writer's transactions over 5 ms; its event-loop delay p99 / max ms; GC pauses and their ms",
+        `${median(inReplica.map((w) => w.commitsOver5Ms)).toFixed(0)}; ${median(inReplica.map((w) => w.loopP99Ms)).toFixed(1)} / ${median(inReplica.map((w) => w.loopMaxMs)).toFixed(1)}; ` +
+          `${median(inReplica.map((w) => w.gcCount)).toFixed(0)}, ${(median(inReplica.map((w) => w.gcSeconds)) * 1000).toFixed(0)} ms`,
+      );
       const hubMs = median(inReplica.map((w) => (w.noticeSeconds / Math.max(1, w.notices)) * 1000));
       row("postgres", "within one replica at 500/s, in the hub: mean ms from a committed change to its notice handed to the stream", hubMs.toFixed(1));
       Object.assign(results, {
