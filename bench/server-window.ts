@@ -1,7 +1,7 @@
 /**
  * What the server itself saw during a measured window, from its own metrics: the event loop's delay (its
  * p99 and max over the window: the lag gauges cover the time since the previous scrape), the collector's
- * pauses, and the store's commits. Scrape once to open a window, once more to close it: the difference is
+ * pauses, the store's commits and retention steps. Scrape once to open a window, once more to close it: the difference is
  * the window's. This is how the bench attributes the notice tail (issue 25).
  */
 import { scrapeMetrics } from "../test/support/helpers.js";
@@ -22,6 +22,9 @@ export interface ServerScrape {
   /** Notices handed to streams after a change was heard, and the summed time from hearing to handing. */
   notices: number;
   noticeSeconds: number;
+  /** Retention steps and their summed time. */
+  pruneSteps: number;
+  pruneSeconds: number;
 }
 
 /** What happened between two scrapes. */
@@ -56,6 +59,8 @@ export async function scrapeServer(port: number): Promise<ServerScrape> {
     waitSeconds: sumOf(text, "sessionstate_store_write_wait_seconds_sum"),
     notices: sumOf(text, "sessionstate_notice_delivery_seconds_count"),
     noticeSeconds: sumOf(text, "sessionstate_notice_delivery_seconds_sum"),
+    pruneSteps: sumOf(text, "sessionstate_prune_step_seconds_count"),
+    pruneSeconds: sumOf(text, "sessionstate_prune_step_seconds_sum"),
   };
 }
 
@@ -73,5 +78,7 @@ export function windowBetween(opened: ServerScrape, closed: ServerScrape): Serve
     waitSeconds: closed.waitSeconds - opened.waitSeconds,
     notices: closed.notices - opened.notices,
     noticeSeconds: closed.noticeSeconds - opened.noticeSeconds,
+    pruneSteps: closed.pruneSteps - opened.pruneSteps,
+    pruneSeconds: closed.pruneSeconds - opened.pruneSeconds,
   };
 }

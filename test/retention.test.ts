@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { createLogger } from "../src/logger.js";
-import { Retention } from "../src/jobs/retention.js";
+import { nextStepRows, Retention } from "../src/jobs/retention.js";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { FakeClock, dayMs, goal, startTestServer, storeAppend as input, tempDir, openTestStore } from "./support/helpers.js";
 
@@ -52,7 +52,7 @@ describe("retention", () => {
           return step;
         },
       } as unknown as SqliteStore;
-      const retention = new Retention(counting, clock, { retentionMs: 30 * dayMs, maxEvents: 50_000, maxRowsPerStep: 2 }, createLogger("silent"));
+      const retention = new Retention(counting, clock, { retentionMs: 30 * dayMs, maxEvents: 50_000, stepTargetMs: 5, stepRows: { first: 2, min: 2, max: 2 } }, createLogger("silent"));
       const totals = await retention.runNow();
       assert.deepEqual(totals, { eventsRemoved: 3, cursorsRemoved: 0 });
       assert.deepEqual(steps, [2, 1]);
@@ -69,6 +69,36 @@ describe("retention", () => {
       await store.close();
       dir.remove();
     }
+  });
+
+  test("steps are sized by their time: halved after a slow one, doubled after a quick one, within bounds", async () => {
+    const settings = { stepTargetMs: 5, stepRows: { first: 2000, min: 100, max: 50_000 } };
+    assert.equal(nextStepRows(2000, 10, settings), 1000);
+    assert.equal(nextStepRows(2000, 6, settings), 1667);
+    assert.equal(nextStepRows(2000, 100, settings), 1000, "at most halved at a time");
+    assert.equal(nextStepRows(2000, 1, settings), 4000, "at most doubled at a time");
+    assert.equal(nextStepRows(2000, 0, settings), 4000);
+    assert.equal(nextStepRows(150, 50, settings), 100, "never below the least");
+    assert.equal(nextStepRows(40_000, 1, settings), 50_000, "never above the most");
+
+    // A run over a store whose steps are quick: each full step's successor is twice as big, up to the most,
+    // and the next run starts where the last one left off.
+    const asked: number[] = [];
+    let left = 1000;
+    const store = {
+      pruneStep: async (policy: { maxRowsPerStep: number }) => {
+        asked.push(policy.maxRowsPerStep);
+        const removed = Math.min(left, policy.maxRowsPerStep);
+        left -= removed;
+        return { eventsRemoved: removed, cursorsRemoved: 0, done: removed < policy.maxRowsPerStep };
+      },
+    } as unknown as SqliteStore;
+    const retention = new Retention(store, new FakeClock(), { retentionMs: dayMs, maxEvents: 10, stepTargetMs: 60_000, stepRows: { first: 10, min: 10, max: 200 } }, createLogger("silent"));
+    assert.deepEqual(await retention.runNow(), { eventsRemoved: 1000, cursorsRemoved: 0 });
+    assert.deepEqual(asked, [10, 20, 40, 80, 160, 200, 200, 200, 200]);
+    left = 50;
+    await retention.runNow();
+    assert.deepEqual(asked.slice(9), [200]);
   });
 
   test("events older than the retention period are pruned at start-up", async () => {

@@ -58,9 +58,10 @@ export async function noticeLatencies(echo: Listening): Promise<void> {
       );
       row(
         "notice latency",
-        `${rate}/s, per 5 s round: GC pauses (major) and their ms; commits, those over 5 ms, and their ms`,
+        `${rate}/s, per 5 s round: GC pauses (major) and their ms; commits, those over 5 ms, and their ms; retention steps and their ms`,
         `${med((w) => w.gcCount).toFixed(0)} (${med((w) => w.gcMajorCount).toFixed(0)}), ${(med((w) => w.gcSeconds) * 1000).toFixed(0)} ms; ` +
-          `${med((w) => w.commits).toFixed(0)}, ${med((w) => w.commitsOver5Ms).toFixed(0)}, ${(med((w) => w.commitSeconds) * 1000).toFixed(0)} ms`,
+          `${med((w) => w.commits).toFixed(0)}, ${med((w) => w.commitsOver5Ms).toFixed(0)}, ${(med((w) => w.commitSeconds) * 1000).toFixed(0)} ms; ` +
+          `${med((w) => w.pruneSteps).toFixed(0)}, ${(med((w) => w.pruneSeconds) * 1000).toFixed(0)} ms`,
       );
       row(
         "notice latency",

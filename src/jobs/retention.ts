@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Clock } from "../clock.js";
 import type { Logger } from "../logger.js";
@@ -5,12 +6,29 @@ import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
 import { PeriodicJob } from "./periodic-job.js";
 
-/** Retention settings: how long events and untouched cursors live, and how many rows the log keeps. */
+/**
+ * Retention settings: how long events and untouched cursors live, how many rows the log keeps, and how
+ * big a step is. Each step is one transaction (it holds the store's writes: SQLite's serving thread, or
+ * PostgreSQL's clock row) with the event loop free between steps; steps are sized by their time, not by a
+ * fixed count of rows.
+ */
 export interface RetentionSettings {
   retentionMs: number;
   maxEvents: number;
-  /** Rows removed per transaction; the event loop runs between steps. */
-  maxRowsPerStep: number;
+  /** How long one step should take, in ms, from the call to its answer. */
+  stepTargetMs: number;
+  /** Rows a step may remove: the first step of the first run takes `first`; later ones stay within [min, max]. */
+  stepRows: { first: number; min: number; max: number };
+}
+
+/**
+ * The rows of the next step after a full one (it removed all its rows could) that took `elapsedMs`: scaled
+ * towards the target time, by at most half or double at a time (one slow step, a collection or a busy
+ * disk, does not swing it), within the bounds.
+ */
+export function nextStepRows(rows: number, elapsedMs: number, settings: Pick<RetentionSettings, "stepTargetMs" | "stepRows">): number {
+  const factor = Math.min(2, Math.max(0.5, settings.stepTargetMs / Math.max(elapsedMs, 0.01)));
+  return Math.min(settings.stepRows.max, Math.max(settings.stepRows.min, Math.round(rows * factor)));
 }
 
 /** What one retention run removed. */
@@ -26,6 +44,8 @@ export interface PruneTotals {
 export class Retention {
   private stopped = false;
   private readonly job: PeriodicJob<PruneTotals>;
+  /** The rows of the next full step, as learnt from the last ones (kept from run to run). */
+  private stepRows: number;
 
   constructor(
     private readonly store: Store,
@@ -36,6 +56,7 @@ export class Retention {
     /** For timer-driven runs: true while this replica may run retention (one replica at a time). */
     mayRun?: () => Promise<boolean>,
   ) {
+    this.stepRows = settings.stepRows.first;
     this.job = new PeriodicJob({
       name: "retention",
       run: () => this.runToCompletion(),
@@ -68,14 +89,14 @@ export class Retention {
     const cutoffMs = this.clock.nowMs() - this.settings.retentionMs;
     for (;;) {
       if (this.stopped) break;
-      const step = await this.store.pruneStep({
-        cutoffMs,
-        maxEvents: this.settings.maxEvents,
-        maxRowsPerStep: this.settings.maxRowsPerStep,
-      });
+      const startedMs = performance.now();
+      const step = await this.store.pruneStep({ cutoffMs, maxEvents: this.settings.maxEvents, maxRowsPerStep: this.stepRows });
+      const elapsedMs = performance.now() - startedMs;
+      this.metrics?.pruneStep.observe(elapsedMs / 1000);
       totals.eventsRemoved += step.eventsRemoved;
       totals.cursorsRemoved += step.cursorsRemoved;
       if (step.done) break;
+      this.stepRows = nextStepRows(this.stepRows, elapsedMs, this.settings);
       await yieldToEventLoop();
     }
     this.metrics?.pruneRuns.inc();
