@@ -25,13 +25,14 @@ import {
   syncedResponse,
   watchResponse,
 } from "../src/codec/response-codec.js";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { newWriter, writeInteger } from "../src/codec/wire-writer.js";
 import type { EventFields } from "../src/domain/event.js";
 import { noticeFromCursor } from "../src/domain/notice.js";
 import type { AckOutcome, AppendOutcome, CursorRecord } from "../src/domain/records.js";
 import { encodeVersion2Event } from "../src/store/sqlite/migration-3-wire.js";
 import { migrations } from "../src/store/sqlite/migrations.js";
-import { human, startTestServer, storeAppend, tempDir, openTestStore } from "./support/helpers.js";
+import { human, seededRandom, startTestServer, storeAppend, tempDir, openTestStore } from "./support/helpers.js";
 
 /** An event with every field set to something other than its default. */
 const event: EventFields = {
@@ -366,6 +367,63 @@ describe("the codec", () => {
     }
     const watched = create(WatchResponseSchema, { watched: true, cursor: cursorInit(cursor) });
     assert.deepEqual(Buffer.from(watchResponse({ cursor }).bytes), Buffer.from(toBinary(WatchResponseSchema, watched)));
+  });
+
+  test("the wire writer writes what protobuf-es's BinaryWriter writes, nested messages of every length size included", () => {
+    const random = seededRandom(3);
+    for (let round = 0; round < 200; round++) {
+      const ours = newWriter();
+      const theirs = new BinaryWriter();
+      // Nested messages whose bodies need 1, 2 or 3 length bytes, holding every kind of field these encoders write.
+      const write = (depth: number): void => {
+        const fields = 1 + random(6);
+        for (let i = 0; i < fields; i++) {
+          const field = 1 + random(3000);
+          switch (random(6)) {
+            case 0: {
+              const value = random(2) === 0 ? random(200) : random(2 ** 31) * 2;
+              ours.tag(field, WireType.Varint).uint32(value);
+              theirs.tag(field, WireType.Varint).uint32(value);
+              break;
+            }
+            case 1: {
+              const value = BigInt(random(2 ** 31)) * BigInt(random(2 ** 22)) * (random(2) === 0 ? -1n : 1n);
+              ours.tag(field, WireType.Varint).int64(value);
+              theirs.tag(field, WireType.Varint).int64(value);
+              break;
+            }
+            case 2: {
+              const value = random(2) === 0 ? -random(100) : random(100);
+              ours.tag(field, WireType.Varint).int32(value).bool(value > 50);
+              theirs.tag(field, WireType.Varint).int32(value).bool(value > 50);
+              break;
+            }
+            case 3: {
+              const text = "é✓x".repeat(random(2) === 0 ? random(10) : random(7000));
+              ours.tag(field, WireType.LengthDelimited).string(text);
+              theirs.tag(field, WireType.LengthDelimited).string(text);
+              break;
+            }
+            case 4: {
+              const bytes = new Uint8Array(random(300)).map((_, j) => j);
+              ours.tag(field, WireType.LengthDelimited).bytes(bytes);
+              theirs.tag(field, WireType.LengthDelimited).bytes(bytes);
+              break;
+            }
+            default:
+              if (depth < 3) {
+                ours.tag(field, WireType.LengthDelimited).fork();
+                theirs.tag(field, WireType.LengthDelimited).fork();
+                write(depth + 1);
+                ours.join();
+                theirs.join();
+              }
+          }
+        }
+      };
+      write(0);
+      assert.deepEqual(Buffer.from(ours.finish()), Buffer.from(theirs.finish()), `round ${round}`);
+    }
   });
 
   test("integers at 0 are left out, negative ones are 10-byte two's complement, and unsafe numbers are refused", () => {

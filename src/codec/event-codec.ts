@@ -1,10 +1,10 @@
-import type { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { RunOutcome as ProtoRunOutcome, CursorSchema, EventPayloadSchema, StateEventSchema } from "../../gen/sessionstate/v1/types_pb.js";
 import type { EventFields } from "../domain/event.js";
 import type { CursorRecord } from "../domain/records.js";
 import { actorsToProto, kindsToProto, outcomesToProto, provenancesToProto } from "./proto-enums.js";
 import {
   newWriter,
+  type WireWriter,
   writeInteger,
   writeMessage,
   writePackedEnums,
@@ -45,7 +45,7 @@ export function encodeStateEvent(event: EventFields): Uint8Array {
 }
 
 /** A Cursor message field: the one encoder of Cursor. */
-export function writeCursor(writer: BinaryWriter, field: number, cursor: CursorRecord): void {
+export function writeCursor(writer: WireWriter, field: number, cursor: CursorRecord): void {
   writeMessage(writer, field, (w) => {
     writeString(w, cursorField.watcherSessionKey.number, cursor.watcherKey);
     writeSessionRef(w, cursorField.target.number, cursor.target);

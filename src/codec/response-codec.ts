@@ -1,4 +1,3 @@
-import type { BinaryWriter } from "@bufbuild/protobuf/wire";
 import {
   SessionStatusResponseSchema,
   StateChangesSchema,
@@ -26,6 +25,7 @@ import { WireMessage } from "./wire-message.js";
 import {
   finishToBuffer,
   newWriter,
+  type WireWriter,
   writeBool,
   writeEncodedMessage,
   writeInteger,
@@ -35,13 +35,13 @@ import {
 } from "./wire-writer.js";
 
 /**
- * The responses the server sends on its hot paths, written field by field on `BinaryWriter`: one encoder
+ * The responses the server sends on its hot paths, written field by field on `WireWriter`: one encoder
  * per message. Stored events are embedded as the bytes kept with them, never decoded.
  */
 
 const appendField = AppendResponseSchema.field;
 
-function writeAppendResponseFields(writer: BinaryWriter, outcome: AppendOutcome): void {
+function writeAppendResponseFields(writer: WireWriter, outcome: AppendOutcome): void {
   if (!outcome.recorded) return writeInteger(writer, appendField.stateVersion.number, outcome.stateVersion);
   writeBool(writer, appendField.recorded.number, true);
   writeBool(writer, appendField.deduplicated.number, outcome.deduplicated);
