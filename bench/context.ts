@@ -6,7 +6,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
@@ -66,19 +66,45 @@ export const appendBytes = (): Buffer => appendRequests[nextAppend++ % appendReq
 
 /**
  * A latency measurement run once to warm up (JIT, caches; discarded), then `rounds` times: the median
- * over rounds of each run's p50, p99 and max, and every sample for the chart.
+ * over rounds of each run's p50, p99 and max, and every sample for the chart. Also what the load generator
+ * (this process) spent per round, the median over rounds: its CPU share and its own event-loop delay, so a
+ * tail the generator causes shows as such.
  */
 export async function latencyRounds(run: (durationMs: number) => Promise<number[]>, durationMs = 5000) {
   await run(Math.min(durationMs, 2000));
   const runs: number[][] = [];
-  for (let r = 0; r < rounds; r++) runs.push(await run(durationMs));
+  const generator = { cpuPercent: [] as number[], loopP99Ms: [] as number[], loopMaxMs: [] as number[] };
+  const loop = monitorEventLoopDelay({ resolution: loopResolutionMs });
+  loop.enable();
+  try {
+    for (let r = 0; r < rounds; r++) {
+      loop.reset();
+      const cpu = process.cpuUsage();
+      const started = performance.now();
+      runs.push(await run(durationMs));
+      const used = process.cpuUsage(cpu);
+      generator.cpuPercent.push(((used.user + used.system) / 1000 / (performance.now() - started)) * 100);
+      generator.loopP99Ms.push(Math.max(0, loop.percentile(99) / 1e6 - loopResolutionMs));
+      generator.loopMaxMs.push(Math.max(0, loop.max / 1e6 - loopResolutionMs));
+    }
+  } finally {
+    loop.disable();
+  }
   return {
     p50: median(runs.map((l) => percentile(l, 50))),
     p99: median(runs.map((l) => percentile(l, 99))),
     max: median(runs.map((l) => l.at(-1) ?? Number.NaN)),
     all: runs.flat().sort((a, b) => a - b),
+    generator: { cpuPercent: median(generator.cpuPercent), loopP99Ms: median(generator.loopP99Ms), loopMaxMs: median(generator.loopMaxMs) },
   };
 }
+
+/** The sampling interval of the generator's event-loop delay monitor (subtracted from what it reports). */
+const loopResolutionMs = 5;
+
+/** The load generator's figures of latencyRounds, for a report row. */
+export const formatGenerator = (g: { cpuPercent: number; loopP99Ms: number; loopMaxMs: number }): string =>
+  `${g.cpuPercent.toFixed(0)} %; ${g.loopP99Ms.toFixed(1)} / ${g.loopMaxMs.toFixed(1)}`;
 
 export const formatLatency = (l: { p50: number; p99: number; max: number }): string => `${l.p50.toFixed(1)} / ${l.p99.toFixed(1)} / ${l.max.toFixed(1)}`;
 

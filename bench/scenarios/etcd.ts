@@ -3,7 +3,7 @@
  */
 import { etcdPutRate, etcdWatchLatency, startEtcd } from "../etcd-peer.js";
 import { unaryRate } from "../lib.js";
-import { rounds, roundMs, results, curves, row, sessionstate, appendBytes, latencyRounds, serverCostRounds, clientLibraryRate } from "../context.js";
+import { rounds, roundMs, results, curves, row, sessionstate, appendBytes, latencyRounds, serverCostRounds, clientLibraryRate, formatLatency, formatGenerator } from "../context.js";
 
 /** 7. etcd doing the same job: a put per event, one prefix watch. Both durability pairings. */
 export async function etcdPeer(): Promise<void> {
@@ -21,6 +21,7 @@ export async function etcdPeer(): Promise<void> {
           const latency = await latencyRounds((ms) => etcdWatchLatency(etcd, rate, ms));
           curves[`etcd put → watch, ${rate}/s`] = latency.all;
           results[`etcd_watch_p99_ms_${rate}`] = latency.p99;
+          row("etcd side by side", `etcd put → watch at ${rate}/s: p50 / p99 / max ms; its load generator's CPU; event-loop delay p99 / max ms`, `${formatLatency(latency)}; ${formatGenerator(latency.generator)}`);
         }
       }
     } finally {

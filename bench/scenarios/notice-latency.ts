@@ -7,7 +7,7 @@ import { median, type Listening } from "../lib.js";
 import { noticeLatency } from "../notice-latency.js";
 import { scrapeServer, windowBetween, type ServerWindow } from "../server-window.js";
 import { freePort } from "../../test/support/process-helpers.js";
-import { results, curves, row, sessionstate, appendBytes, latencyRounds, formatLatency } from "../context.js";
+import { results, curves, row, sessionstate, appendBytes, latencyRounds, formatLatency, formatGenerator } from "../context.js";
 
 /** Round-trip latencies of unary echo calls at a fixed rate: the transport's own floor on this machine. */
 async function echoLatency(address: string, ratePerSec: number, durationMs: number): Promise<number[]> {
@@ -50,6 +50,9 @@ export async function noticeLatencies(echo: Listening): Promise<void> {
       results[`event_loop_p99_ms_${rate}`] = med((w) => w.loopP99Ms);
       results[`event_loop_max_ms_${rate}`] = med((w) => w.loopMaxMs);
       row("notice latency", `${rate}/s over 1,000 pairs: p50 / p99 / max ms`, formatLatency(latency), rate === 500 ? "goal p99 < 5 ms" : "");
+      row("notice latency", `${rate}/s, the load generator (appends, stream, acks in one process): CPU; its event-loop delay p99 / max ms`, formatGenerator(latency.generator));
+      results[`generator_cpu_percent_${rate}`] = latency.generator.cpuPercent;
+      results[`generator_loop_p99_ms_${rate}`] = latency.generator.loopP99Ms;
       row(
         "notice latency",
         `${rate}/s, the server's own event loop delay: p99 / max ms`,
