@@ -61,5 +61,8 @@ export async function etcdPeer(): Promise<void> {
     results[key] = ours / theirs;
     row("etcd side by side", `p99 event → notification at ${rate}/s: ours / etcd ms`, `${ours.toFixed(1)} / ${theirs.toFixed(1)}`);
     row("etcd side by side", `p99 ratio at ${rate}/s`, Number(results[key]).toFixed(2), "goal <= 1");
+    const echo = Number(results[`echo_p99_ms_${rate}`]);
+    results[`echo_p99_vs_etcd_watch_p99_${rate}`] = echo / theirs;
+    row("etcd side by side", `a bare grpc-js echo round trip's p99 / etcd's watch p99 at ${rate}/s (what the ratio above cannot go below)`, (echo / theirs).toFixed(2));
   }
 }
