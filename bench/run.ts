@@ -64,6 +64,11 @@ async function main(): Promise<void> {
   const perRun: Results[] = [];
   for (let run = 1; run <= benchRuns; run++) {
     if (benchRuns > 1) process.stdout.write(`\n# run ${run} of ${benchRuns}\n`);
+    // Every run starts from nothing: the servers' databases of the run before are gone.
+    if (run > 1) {
+      rmSync(work, { recursive: true, force: true });
+      mkdirSync(work, { recursive: true });
+    }
     for (const key of Object.keys(results)) delete results[key];
     for (const key of Object.keys(curves)) delete curves[key];
     rows.length = 0;
