@@ -111,7 +111,7 @@ describe(onBackend("the store's feed names every pair whose pending notice opene
 
   test("retention that removes untouched cursors closes the pending ones among them", async () => {
     await openNotices();
-    await store.ackNotices([{ watcherKey: other, target: worker, notifiedVersion: (await store.getCursor(other, worker))!.notified }], 1);
+    await store.ackNotices([{ watcherKey: other, target: worker, notifiedVersion: (await store.getCursors([{ watcherKey: other, target: worker }]))[0]!.notified }], 1);
     feed.take();
     const step = await store.pruneStep({ cutoffMs: 100, maxEvents: 50_000, maxRowsPerStep: 100 });
     assert.equal(step.cursorsRemoved, 2);

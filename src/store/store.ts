@@ -83,8 +83,6 @@ export interface Store {
    * if it has one, gets a later update time, so a scan of it in flight is discarded (SPEC §12.4).
    */
   resetWatcher(namespace: string, watcherKey: string, nowMs: number): Promise<number>;
-  /** The cursor of one pair. */
-  getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined>;
   /** The cursors of the pairs that have one, read in one snapshot, in no particular order. */
   getCursors(pairs: readonly PairChange[]): Promise<CursorRecord[]>;
   /** Pending cursors, in `namespace`, of the named watchers and of watchers whose key starts with one of the prefixes. */

@@ -509,13 +509,6 @@ export class PostgresStore implements Store {
     });
   }
 
-  async getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined> {
-    const [row] = await this.db.query<CursorRow>(sql`
-      SELECT * FROM cursors
-      WHERE namespace = ${target.namespace} AND watcher_key = ${watcherKey} AND target_agent_id = ${target.agentId} AND target_key = ${target.key}`);
-    return row === undefined ? undefined : cursorFromRow(row);
-  }
-
   async getCursors(pairs: readonly PairChange[]): Promise<CursorRecord[]> {
     if (pairs.length === 0) return [];
     return (await this.db.query<CursorRow>(cursorsOfPairs(pairs))).map(cursorFromRow);

@@ -237,10 +237,6 @@ export class SqliteStore implements Store {
     });
   }
 
-  async getCursor(watcherKey: string, target: SessionId): Promise<CursorRecord | undefined> {
-    return this.cursors.get(watcherKey, target);
-  }
-
   async getCursors(pairs: readonly PairChange[]): Promise<CursorRecord[]> {
     // Synchronous reads with no commit between them: one snapshot.
     return pairs.flatMap((pair) => this.cursors.get(pair.watcherKey, pair.target) ?? []);
