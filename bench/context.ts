@@ -6,7 +6,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { monitorEventLoopDelay, performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance, PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { AppendRequestSchema } from "../gen/sessionstate/v1/signal_log_pb.js";
@@ -73,12 +73,19 @@ export const appendBytes = (): Buffer => appendRequests[nextAppend++ % appendReq
 export async function latencyRounds(run: (durationMs: number) => Promise<number[]>, durationMs = 5000) {
   await run(Math.min(durationMs, 2000));
   const runs: number[][] = [];
-  const generator = { cpuPercent: [] as number[], loopP99Ms: [] as number[], loopMaxMs: [] as number[] };
+  const generator = { cpuPercent: [] as number[], loopP99Ms: [] as number[], loopMaxMs: [] as number[], gcCount: [] as number[], gcMs: [] as number[], gcMaxMs: [] as number[] };
   const loop = monitorEventLoopDelay({ resolution: loopResolutionMs });
+  // The generator's own collections: a pause here delays every notice and call in flight, like the server's.
+  let gcPauses: number[] = [];
+  const gc = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gcPauses.push(entry.duration);
+  });
   loop.enable();
+  gc.observe({ entryTypes: ["gc"] });
   try {
     for (let r = 0; r < rounds; r++) {
       loop.reset();
+      gcPauses = [];
       const cpu = process.cpuUsage();
       const started = performance.now();
       runs.push(await run(durationMs));
@@ -86,16 +93,28 @@ export async function latencyRounds(run: (durationMs: number) => Promise<number[
       generator.cpuPercent.push(((used.user + used.system) / 1000 / (performance.now() - started)) * 100);
       generator.loopP99Ms.push(Math.max(0, loop.percentile(99) / 1e6 - loopResolutionMs));
       generator.loopMaxMs.push(Math.max(0, loop.max / 1e6 - loopResolutionMs));
+      generator.gcCount.push(gcPauses.length);
+      generator.gcMs.push(gcPauses.reduce((sum, ms) => sum + ms, 0));
+      generator.gcMaxMs.push(Math.max(0, ...gcPauses));
     }
   } finally {
     loop.disable();
+    gc.disconnect();
   }
+  const med = (values: number[]): number => median(values);
   return {
     p50: median(runs.map((l) => percentile(l, 50))),
     p99: median(runs.map((l) => percentile(l, 99))),
     max: median(runs.map((l) => l.at(-1) ?? Number.NaN)),
     all: runs.flat().sort((a, b) => a - b),
-    generator: { cpuPercent: median(generator.cpuPercent), loopP99Ms: median(generator.loopP99Ms), loopMaxMs: median(generator.loopMaxMs) },
+    generator: {
+      cpuPercent: med(generator.cpuPercent),
+      loopP99Ms: med(generator.loopP99Ms),
+      loopMaxMs: med(generator.loopMaxMs),
+      gcCount: med(generator.gcCount),
+      gcMs: med(generator.gcMs),
+      gcMaxMs: med(generator.gcMaxMs),
+    },
   };
 }
 
@@ -103,8 +122,8 @@ export async function latencyRounds(run: (durationMs: number) => Promise<number[
 const loopResolutionMs = 5;
 
 /** The load generator's figures of latencyRounds, for a report row. */
-export const formatGenerator = (g: { cpuPercent: number; loopP99Ms: number; loopMaxMs: number }): string =>
-  `${g.cpuPercent.toFixed(0)} %; ${g.loopP99Ms.toFixed(1)} / ${g.loopMaxMs.toFixed(1)}`;
+export const formatGenerator = (g: { cpuPercent: number; loopP99Ms: number; loopMaxMs: number; gcCount: number; gcMs: number; gcMaxMs: number }): string =>
+  `${g.cpuPercent.toFixed(0)} %; ${g.loopP99Ms.toFixed(1)} / ${g.loopMaxMs.toFixed(1)}; ${g.gcCount.toFixed(0)}, ${g.gcMs.toFixed(0)} / ${g.gcMaxMs.toFixed(1)}`;
 
 export const formatLatency = (l: { p50: number; p99: number; max: number }): string => `${l.p50.toFixed(1)} / ${l.p99.toFixed(1)} / ${l.max.toFixed(1)}`;
 

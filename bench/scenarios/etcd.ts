@@ -21,7 +21,9 @@ export async function etcdPeer(): Promise<void> {
           const latency = await latencyRounds((ms) => etcdWatchLatency(etcd, rate, ms));
           curves[`etcd put → watch, ${rate}/s`] = latency.all;
           results[`etcd_watch_p99_ms_${rate}`] = latency.p99;
-          row("etcd side by side", `etcd put → watch at ${rate}/s: p50 / p99 / max ms; its load generator's CPU; event-loop delay p99 / max ms`, `${formatLatency(latency)}; ${formatGenerator(latency.generator)}`);
+          results[`etcd_generator_gc_ms_${rate}`] = latency.generator.gcMs;
+          results[`etcd_generator_gc_max_ms_${rate}`] = latency.generator.gcMaxMs;
+          row("etcd side by side", `etcd put → watch at ${rate}/s: p50 / p99 / max ms; its load generator's CPU; event-loop delay p99 / max ms; its collections, their ms / the longest`, `${formatLatency(latency)}; ${formatGenerator(latency.generator)}`);
         }
       }
     } finally {

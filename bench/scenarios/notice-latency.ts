@@ -53,9 +53,11 @@ export async function noticeLatencies(echo: Listening): Promise<void> {
       results[`event_loop_p99_ms_${rate}`] = med((w) => w.loopP99Ms);
       results[`event_loop_max_ms_${rate}`] = med((w) => w.loopMaxMs);
       row("notice latency", `${rate}/s over 1,000 pairs: p50 / p99 / max ms`, formatLatency(latency), rate === 500 ? "goal p99 < 5 ms" : "");
-      row("notice latency", `${rate}/s, the load generator (appends, stream, acks in one process): CPU; its event-loop delay p99 / max ms`, formatGenerator(latency.generator));
+      row("notice latency", `${rate}/s, the load generator (appends, stream, acks in one process): CPU; its event-loop delay p99 / max ms; its collections, their ms / the longest`, formatGenerator(latency.generator));
       results[`generator_cpu_percent_${rate}`] = latency.generator.cpuPercent;
       results[`generator_loop_p99_ms_${rate}`] = latency.generator.loopP99Ms;
+      results[`generator_gc_ms_${rate}`] = latency.generator.gcMs;
+      results[`generator_gc_max_ms_${rate}`] = latency.generator.gcMaxMs;
       row(
         "notice latency",
         `${rate}/s, the server's own event loop delay: p99 / max ms`,
