@@ -125,7 +125,13 @@ describe("disk full on PostgreSQL", { skip: skipWithoutPostgres() }, () => {
         .split("\n")
         .filter((line) => /storage is (full|writable)/u.test(line))
         .map((line) => (JSON.parse(line) as { msg: string }).msg);
-      assert.deepEqual(logged, ["storage is full: writes are refused until space is freed", "storage is writable again"], "said once each way");
+      // Said once on each change, not per refusal. At the edge of a full tablespace an insert may still fit
+      // a page's last space after one was refused (seen in CI: full, writable, full, writable), so the
+      // log may flip more than once before the 20 refusals; it always alternates and ends writable.
+      const full = "storage is full: writes are refused until space is freed";
+      const writable = "storage is writable again";
+      assert.ok(logged.length >= 2 && logged.length % 2 === 0, `said once each way, or once per flip: ${JSON.stringify(logged)}`);
+      assert.deepEqual(logged, logged.map((_, i) => (i % 2 === 0 ? full : writable)), "full and writable alternate, ending writable");
     } finally {
       clients.close();
       server.child.kill("SIGKILL");
