@@ -73,7 +73,7 @@ export const appendBytes = (): Buffer => appendRequests[nextAppend++ % appendReq
 export async function latencyRounds(run: (durationMs: number) => Promise<number[]>, durationMs = 5000) {
   await run(Math.min(durationMs, 2000));
   const runs: number[][] = [];
-  const generator = { cpuPercent: [] as number[], loopP99Ms: [] as number[], loopMaxMs: [] as number[], gcCount: [] as number[], gcMs: [] as number[], gcMaxMs: [] as number[] };
+  const generatorRounds: GeneratorFigures[] = [];
   const loop = monitorEventLoopDelay({ resolution: loopResolutionMs });
   // The generator's own collections: a pause here delays every notice and call in flight, like the server's.
   let gcPauses: number[] = [];
@@ -90,39 +90,51 @@ export async function latencyRounds(run: (durationMs: number) => Promise<number[
       const started = performance.now();
       runs.push(await run(durationMs));
       const used = process.cpuUsage(cpu);
-      generator.cpuPercent.push(((used.user + used.system) / 1000 / (performance.now() - started)) * 100);
-      generator.loopP99Ms.push(Math.max(0, loop.percentile(99) / 1e6 - loopResolutionMs));
-      generator.loopMaxMs.push(Math.max(0, loop.max / 1e6 - loopResolutionMs));
-      generator.gcCount.push(gcPauses.length);
-      generator.gcMs.push(gcPauses.reduce((sum, ms) => sum + ms, 0));
-      generator.gcMaxMs.push(Math.max(0, ...gcPauses));
+      generatorRounds.push({
+        cpuPercent: ((used.user + used.system) / 1000 / (performance.now() - started)) * 100,
+        loopP99Ms: Math.max(0, loop.percentile(99) / 1e6 - loopResolutionMs),
+        loopMaxMs: Math.max(0, loop.max / 1e6 - loopResolutionMs),
+        gcCount: gcPauses.length,
+        gcMs: gcPauses.reduce((sum, ms) => sum + ms, 0),
+        gcMaxMs: Math.max(0, ...gcPauses),
+      });
     }
   } finally {
     loop.disable();
     gc.disconnect();
   }
-  const med = (values: number[]): number => median(values);
+  const generatorMedian = (key: keyof GeneratorFigures): number => median(generatorRounds.map((round) => round[key]));
   return {
     p50: median(runs.map((l) => percentile(l, 50))),
     p99: median(runs.map((l) => percentile(l, 99))),
     max: median(runs.map((l) => l.at(-1) ?? Number.NaN)),
     all: runs.flat().sort((a, b) => a - b),
     generator: {
-      cpuPercent: med(generator.cpuPercent),
-      loopP99Ms: med(generator.loopP99Ms),
-      loopMaxMs: med(generator.loopMaxMs),
-      gcCount: med(generator.gcCount),
-      gcMs: med(generator.gcMs),
-      gcMaxMs: med(generator.gcMaxMs),
-    },
+      cpuPercent: generatorMedian("cpuPercent"),
+      loopP99Ms: generatorMedian("loopP99Ms"),
+      loopMaxMs: generatorMedian("loopMaxMs"),
+      gcCount: generatorMedian("gcCount"),
+      gcMs: generatorMedian("gcMs"),
+      gcMaxMs: generatorMedian("gcMaxMs"),
+    } satisfies GeneratorFigures,
   };
+}
+
+/** What the load generator (the bench process) spent in a latency round: CPU share, event-loop delay, collections. */
+interface GeneratorFigures {
+  cpuPercent: number;
+  loopP99Ms: number;
+  loopMaxMs: number;
+  gcCount: number;
+  gcMs: number;
+  gcMaxMs: number;
 }
 
 /** The sampling interval of the generator's event-loop delay monitor (subtracted from what it reports). */
 const loopResolutionMs = 5;
 
 /** The load generator's figures of latencyRounds, for a report row. */
-export const formatGenerator = (g: { cpuPercent: number; loopP99Ms: number; loopMaxMs: number; gcCount: number; gcMs: number; gcMaxMs: number }): string =>
+export const formatGenerator = (g: GeneratorFigures): string =>
   `${g.cpuPercent.toFixed(0)} %; ${g.loopP99Ms.toFixed(1)} / ${g.loopMaxMs.toFixed(1)}; ${g.gcCount.toFixed(0)}, ${g.gcMs.toFixed(0)} / ${g.gcMaxMs.toFixed(1)}`;
 
 export const formatLatency = (l: { p50: number; p99: number; max: number }): string => `${l.p50.toFixed(1)} / ${l.p99.toFixed(1)} / ${l.max.toFixed(1)}`;
