@@ -27,9 +27,10 @@ import { startupAndMemory } from "./scenarios/startup.js";
 import { stallMemory } from "./scenarios/stall.js";
 import { etcdPeer } from "./scenarios/etcd.js";
 import { h2loadPerCall } from "./scenarios/h2load-per-call.js";
+import { scale } from "./scenarios/scale.js";
 import { latencyChart, report } from "./report.js";
 
-const scenarios = ["throughput", "latency", "coalescing", "reconcile", "startup", "stall", "etcd", "h2load", "postgres"] as const;
+const scenarios = ["throughput", "latency", "coalescing", "reconcile", "startup", "stall", "etcd", "h2load", "postgres", "scale"] as const;
 const only = process.env.BENCH_ONLY?.split(",").map((name) => name.trim());
 const unknownScenario = only?.find((name) => !(scenarios as readonly string[]).includes(name));
 if (unknownScenario !== undefined) throw new Error(`BENCH_ONLY: unknown scenario ${unknownScenario} (known: ${scenarios.join(", ")})`);
@@ -53,6 +54,7 @@ async function runScenarios(): Promise<void> {
     await echo.stop();
   }
   if (process.env.BENCH_SKIP_ETCD === undefined && runs("etcd")) await etcdPeer();
+  if (runs("scale")) await scale();
   if (runs("postgres")) {
     if (postgresBinDir() === undefined) row("postgres", "skipped", "PostgreSQL missing", "apt-get install postgresql");
     else await postgresReplicas({ root, work, rounds, roundMs, serverNodeArgs, row, results, appendBytes, freePort });

@@ -304,14 +304,13 @@ function shutDownTransport(server: Server, log: Logger): Promise<void> {
 
 /**
  * Health and the edge follow the database (SPEC §11): a database that answered serves at once and starts
- * the jobs (`started` resolves after); one that did not is tried again in the background, and serves and
- * starts the jobs once it answers. On PostgreSQL, SERVING and NOT_SERVING then follow its reachability.
- * `stop()` ends all of it.
+ * the jobs; one that did not is tried again in the background, and serves and starts the jobs once it
+ * answers. On PostgreSQL, SERVING and NOT_SERVING then follow its reachability. `stop()` ends all of it.
  */
 function followDatabase(
   opened: OpenedStore,
-  hooks: { setServing: (serving: boolean) => void; startJobs: () => Promise<void>; log: Logger; onFatal: ((error: unknown) => void) | undefined },
-): { readonly ready: boolean; started: Promise<void>; stop(): void } {
+  hooks: { setServing: (serving: boolean) => void; startJobs: () => void; log: Logger; onFatal: ((error: unknown) => void) | undefined },
+): { readonly ready: boolean; stop(): void } {
   const { postgres } = opened;
   const { setServing, startJobs, log } = hooks;
   let ready = opened.ready;
@@ -322,13 +321,11 @@ function followDatabase(
     if (reachable) log.info("database reachable again: serving");
     else log.error("database unreachable: not serving");
   });
-  let started: Promise<void>;
   if (ready) {
     setServing(true);
-    started = startJobs();
+    startJobs();
   } else {
     setServing(false);
-    started = Promise.resolve();
     void retryUntilDatabaseAnswers(
       postgres!,
       () => stopping,
@@ -336,7 +333,7 @@ function followDatabase(
         ready = true;
         setServing(postgres!.isReachable);
         log.info("database reachable: serving");
-        await startJobs();
+        startJobs();
       },
       (err) => {
         log.fatal({ err }, "opening the database failed");
@@ -348,7 +345,6 @@ function followDatabase(
     get ready() {
       return ready;
     },
-    started,
     stop: () => {
       stopping = true;
       unfollow?.();
@@ -464,16 +460,16 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   };
   const database = followDatabase(opened, {
     setServing,
-    // Events past retention are gone before the first call is answered.
-    startJobs: async () => {
-      await jobs.retention.start(config.pruneIntervalMs);
+    // Serving comes first: a backlog of retention is worked off in the background, in steps between calls,
+    // and every answer stays exact meanwhile (SPEC §4).
+    startJobs: () => {
+      void jobs.retention.start(config.pruneIntervalMs);
       jobs.monitorJob.start();
     },
     log,
     onFatal,
   });
   databaseReady = () => database.ready;
-  await database.started;
   const address = formatHostPort(config.listenHost, port);
   log.info(
     {

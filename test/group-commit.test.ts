@@ -65,7 +65,7 @@ describe("group commit", () => {
       assert.equal(again.status === "fulfilled" && again.value.recorded && again.value.noticesOpened, 1);
       assert.deepEqual(unknown.status === "fulfilled" && unknown.value, [{ acknowledged: false, reopened: false }]);
       assert.deepEqual(announced, [2], "one announcement after the one commit: the ack and the reopened notice");
-      const [cursor] = await store.getCursors([{ watcherKey, target }]);
+      const [cursor] = (await store.getCursors([{ watcherKey, target }])).cursors;
       assert.deepEqual([cursor?.acked, cursor?.notified, cursor?.material], [1, 2, 2]);
     } finally {
       await store.close();

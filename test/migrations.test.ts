@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import Database from "better-sqlite3";
 import { migrations } from "../src/store/sqlite/migrations.js";
-import { storeAppend, tempDir, openTestStore } from "./support/helpers.js";
+import { storeAppend, tempDir, openTestStore, allPendingCursors } from "./support/helpers.js";
 
 /** A schema-3 database as the previous release left it: events with text session keys and wire bytes. */
 function createVersion3(path: string): Map<number, Buffer> {
@@ -75,7 +75,7 @@ describe("schema migration to integer session ids (4)", () => {
         const tables = db.prepare<[], { name: string }>("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
         assert.deepEqual(
           tables.map((t) => t.name),
-          ["cursors", "events", "heads", "own_texts", "run_flags", "sqlite_sequence", "upstream_links"],
+          ["cursors", "events", "heads", "namespaces", "own_texts", "run_flags", "sqlite_sequence", "upstream_links"],
         );
       } finally {
         db.close();
@@ -142,7 +142,7 @@ describe("schema migration to namespaces (6)", () => {
         const elsewhere = { ...t, namespace: "team-b" };
         const status = await store.sessionStatus(t, 0, 10);
         assert.deepEqual([status.stateVersion, status.changes!.events.map((e) => e.sequence), status.changes!.historyGap], [7, [5, 7], true]);
-        assert.deepEqual(await store.pendingCursors("default", ["agent:main:w"], []), [
+        assert.deepEqual(await allPendingCursors(store, "default", ["agent:main:w"]), [
           { watcherKey: "agent:main:w", target: t, acked: 3, notified: 5, material: 7, updatedAtMs: 4, provenance: "explicit", extraKinds: [] },
         ]);
         assert.equal((await store.getLink(t))?.marker, "u1");
@@ -152,7 +152,8 @@ describe("schema migration to namespaces (6)", () => {
         assert.ok(again.recorded && again.deduplicated && again.event.sequence === 5, "the dedupe key is kept, in default");
 
         assert.equal((await store.sessionStatus(elsewhere, 0, 10)).stateVersion, 0);
-        assert.deepEqual(await store.pendingCursors("team-b", ["agent:main:w"], []), []);
+        assert.deepEqual(await allPendingCursors(store, "team-b", ["agent:main:w"]), []);
+        assert.equal(await store.countPendingNotices(), 1, "the migration counted the pending notice");
         assert.equal(await store.getLink(elsewhere), undefined);
         const fresh = await store.append({ ...storeAppend("agent:main:t", 9), session: elsewhere, dedupeKey: "dk" });
         assert.ok(fresh.recorded && !fresh.deduplicated && fresh.event.sequence === 8, "the same key and dedupe key in team-b: a new session");

@@ -11,6 +11,7 @@ import { encodeStateEvent } from "../src/codec/event-codec.js";
 import type { Notice } from "../src/domain/notice.js";
 import type { PairChange } from "../src/domain/records.js";
 import { createLogger } from "../src/logger.js";
+import { ServiceError } from "../src/errors.js";
 import { NoticeHub, type NoticeStreamItem } from "../src/notices/notice-hub.js";
 import { PostgresStore } from "../src/store/postgres/postgres-store.js";
 import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
@@ -87,7 +88,7 @@ describe("the feed between replicas on PostgreSQL", { skip: skipWithoutPostgres(
     }
   });
 
-  test("a replica whose missed changes were pruned while it was cut off reads every pending pair again: its subscriber gets them all", { timeout: 60_000 }, async () => {
+  test("a replica whose missed changes were pruned while it was cut off ends its subscriptions UNAVAILABLE; a new one gets every pending notice", { timeout: 60_000 }, async () => {
     const schema = freshSchema();
     const cluster = testCluster();
     const a = await openStore(schema);
@@ -95,11 +96,16 @@ describe("the feed between replicas on PostgreSQL", { skip: skipWithoutPostgres(
     const b = await openStore(schema, `postgres://postgres@127.0.0.1:${proxy.port}/postgres`);
     const hub = new NoticeHub(b, createLogger("silent"));
     hub.start();
+    const serve = (into: NoticeStreamItem[], signal: AbortSignal): Promise<unknown> =>
+      (async () => {
+        for await (const item of hub.serve({ namespace: "default", watcherKeys: [watcher], prefixes: [] }, signal)) into.push(item);
+      })().then(
+        () => "ended",
+        (error: unknown) => error,
+      );
     const received: NoticeStreamItem[] = [];
     const abort = new AbortController();
-    const serving = (async () => {
-      for await (const item of hub.serve({ namespace: "default", watcherKeys: [watcher], prefixes: [] }, abort.signal)) received.push(item);
-    })();
+    const serving = serve(received, abort.signal);
     const targets = Array.from({ length: 5 }, (_, i) => `agent:main:subagent:t${i}`);
     const database = await connectTestClient(cluster.url, schema);
     try {
@@ -111,12 +117,20 @@ describe("the feed between replicas on PostgreSQL", { skip: skipWithoutPostgres(
       // What B would have read is gone: pruned, as after a cut lasting longer than the feed keeps rows.
       await database.query("DELETE FROM pair_changes");
       proxy.heal();
-      await waitFor(() => received.length === 1 + targets.length, 10_000);
+      // The stream cannot know which of its notices it missed: it ends, and its client subscribes again.
+      const ended = await serving;
+      assert.ok(ended instanceof ServiceError && ended.code === "UNAVAILABLE", `the stream ended with ${String(ended)}`);
+      assert.equal(received.length, 1, "nothing was sent before it ended");
+      const again: NoticeStreamItem[] = [];
+      const resubscribed = serve(again, abort.signal);
+      await waitFor(() => again.length === 1 + targets.length, 10_000);
       assert.deepEqual(
-        received.slice(1).map((item) => ("notice" in item ? (item as { notice: Notice }).notice.target.key : "synced")).sort(),
-        [...targets].sort(),
-        "every pending notice reaches the subscriber of the replica that was cut off",
+        again.map((item) => ("notice" in item ? (item as { notice: Notice }).notice.target.key : "synced")),
+        [...[...targets].sort(), "synced"],
+        "every pending notice reaches the new subscriber of the replica that was cut off, then synced",
       );
+      abort.abort();
+      await resubscribed;
     } finally {
       abort.abort();
       await serving;

@@ -20,6 +20,7 @@ const behaviourFiles = [
   "test/namespaces.test.ts",
   "test/ambient-watches.test.ts",
   "test/monitor-scans.test.ts",
+  "test/backlog.test.ts",
 ];
 
 if (postgresBinDir() === undefined) {

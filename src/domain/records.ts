@@ -37,6 +37,16 @@ export interface PairChange {
   target: SessionId;
 }
 
+/**
+ * Cursors as one read saw them, and the change number it reflects: every pair change numbered up to
+ * `through` is in what it read, and none above (a store numbers the commits that change pairs, in commit
+ * order).
+ */
+export interface CursorsRead {
+  cursors: CursorRecord[];
+  through: number;
+}
+
 /** One validated acknowledgement. */
 export interface AckInput {
   watcherKey: string;

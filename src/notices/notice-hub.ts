@@ -1,10 +1,13 @@
 import { performance } from "node:perf_hooks";
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { ServiceError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { CursorRecord, PairChange } from "../domain/records.js";
+import type { CursorsRead, PairChange } from "../domain/records.js";
 import { pairKeyOf } from "../domain/write-rules.js";
 import { isPending } from "../domain/cursor-machine.js";
 import { noticeFromCursor, type Notice } from "../domain/notice.js";
+import { comparePairTo, positionOf, rangeIndexOf, watcherRangesOf, type PairPosition, type WatcherRange } from "../domain/pair-order.js";
 
 /** Which watchers a subscriber serves: in one namespace, exact keys and key prefixes, all normalised. */
 export interface NoticeFilter {
@@ -17,32 +20,35 @@ export interface NoticeFilter {
 export type NoticeStreamItem = { notice: Notice } | { synced: { pendingDelivered: number } };
 
 /**
- * What the hub needs from durable state: the pending cursors of a filter, the cursors of some pairs, and the feed
- * of pairs whose pending notice opened, changed or closed (delivered after the change is durable). Every
- * store provides it.
+ * What the hub needs from durable state: pages of a filter's pending cursors, the cursors of some pairs, and
+ * the feed of pairs whose pending notice opened, changed or closed (delivered after the change is durable,
+ * each batch with its change number, in number order but for this process's own commits, which come first).
+ * Every store provides it.
  */
 export interface NoticeSource {
-  pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]>;
-  getCursors(pairs: readonly PairChange[]): Promise<CursorRecord[]>;
-  onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void;
-  /** Gaps in that feed, where every pending pair must be read again (see Store). */
+  /**
+   * Up to `limit` pending cursors of `namespace` whose watcher key is in `range`, strictly after `after` in
+   * pair order (domain/pair-order), in pair order.
+   */
+  pendingPage(namespace: string, range: WatcherRange, after: PairPosition | undefined, limit: number): Promise<CursorsRead>;
+  /** The cursors of the pairs that have one, in no particular order. */
+  getCursors(pairs: readonly PairChange[]): Promise<CursorsRead>;
+  onPairChanges(listener: (changes: readonly PairChange[], changeNumber: number) => void): () => void;
+  /** The change number up to which every pair change has been handed to the listeners: none numbered lower is still to come. */
+  changesHeardThrough(): number;
+  /** Gaps in that feed, where changes were missed for good (see Store). */
   onFeedGap?(listener: () => void): () => void;
 }
 
-/** Pairs read from the store in one round trip by a subscription at most. */
-const maxPairsPerRead = 256;
+/** How often a subscription that remembers reads ahead of the feed checks whether the feed has passed them. */
+const forgetAgainMs = 50;
+
+/** Pending notices read from the store in one page, and dirty pairs in one round trip, at most. */
+export const noticePageSize = 256;
 
 /** A watcher's identity across namespaces: a watcher and its targets share one namespace. */
 function watcherIn(namespace: string, watcherKey: string): string {
   return `${namespace}\u0000${watcherKey}`;
-}
-
-/**
- * What a sent notice said that a new one must differ in to be sent again: its version, and its provenance
- * (an ambient pair made explicit wakes from then on, so its pending notice goes out again, waking).
- */
-function sentStateOf(cursor: CursorRecord): string {
-  return `${cursor.notified} ${cursor.provenance}`;
 }
 
 function pairKey(change: PairChange): string {
@@ -50,26 +56,97 @@ function pairKey(change: PairChange): string {
 }
 
 /**
- * One subscriber. Its memory is bounded by the pairs it serves: `dirty` holds at most one entry per
- * pair (newest state wins, since the notice is read from the store when it is sent) and `sent`
- * remembers the notified version (and provenance) last sent per pair, so a pending notice is never sent twice.
+ * A point of the backlog scan, which reads the ranges of a filter in order and each in pair order: `range`
+ * is the range it is in, and `last` the last pair of it read, or "all" once the range is read to its end.
+ */
+interface ScanPoint {
+  range: number;
+  last: PairPosition | "all";
+}
+
+/** A page of the backlog that was read ahead of the feed: a change numbered up to `through` for a pair up to `end` is in it. */
+interface PageMark {
+  end: ScanPoint;
+  through: number;
+}
+
+/**
+ * One subscriber. What it holds is bounded by a page and by the pairs that change while it is open, never by
+ * the pending notices it has to deliver: the backlog is read a page at a time, in pair order, as the
+ * consumer asks for more, and a notice sent is remembered only while the feed has not yet passed the read
+ * it came from (how a change heard later is told from one already sent).
  */
 class Subscription {
+  readonly ranges: readonly WatcherRange[];
+  /** How far the backlog scan has read (every pending pair up to it); undefined before its first page. */
+  private scanned: ScanPoint | undefined;
+  backlogDone = false;
+  /** Pages of the backlog read ahead of the feed, in order; and the end of the newest one dropped. */
+  private readonly pageMarks: PageMark[] = [];
+  private droppedEnd: ScanPoint | undefined;
+  /** Pairs sent from a read ahead of the feed, with the change number that read reflects. */
+  private readonly ahead = new Map<string, number>();
+  /** While a page of the backlog is being read: changes heard for pairs it has not covered (the newest number of each). */
+  private heardDuringRead: Map<string, { change: PairChange; changeNumber: number }> | undefined;
+  /** Pairs to read and send again, at most one entry each (newest state wins: the notice is read when sent). */
   readonly dirty = new Map<string, PairChange>();
   /** When each dirty pair was first marked since it was last checked (performance.now()): for the metrics. */
   readonly markedAt = new Map<string, number>();
-  readonly sent = new Map<string, string>();
-  /** The feed missed changes: every pending pair of the filter is to be read again. */
-  rereadAll = false;
+  /** The feed missed changes: this stream cannot know what it missed and ends (its client subscribes again). */
+  gap = false;
   private wake: (() => void) | undefined;
 
-  constructor(readonly filter: NoticeFilter) {}
+  constructor(readonly filter: NoticeFilter) {
+    this.ranges = watcherRangesOf(filter.watcherKeys, filter.prefixes);
+    this.backlogDone = this.ranges.length === 0;
+  }
 
   matchesPrefix(change: PairChange): boolean {
     return change.target.namespace === this.filter.namespace && this.filter.prefixes.some((prefix) => change.watcherKey.startsWith(prefix));
   }
 
-  markDirty(change: PairChange): void {
+  /** True when the pair comes at or before `point` in the scan's order. */
+  private isUpTo(change: PairChange, point: ScanPoint | undefined): boolean {
+    if (point === undefined) return false;
+    const range = rangeIndexOf(this.ranges, change.watcherKey);
+    // A key no range holds (a prefix followed by the highest code point and more) is never scanned: live only.
+    if (range < 0 || range < point.range) return true;
+    if (range > point.range) return false;
+    return point.last === "all" || comparePairTo(change.watcherKey, change.target, point.last) <= 0;
+  }
+
+  /** True when the backlog scan has passed the pair: from now on, its changes are this stream's to send. */
+  private covers(change: PairChange): boolean {
+    return this.backlogDone || this.isUpTo(change, this.scanned);
+  }
+
+  /** The change number of the read that covered the pair, while that read is ahead of the feed. */
+  private coveringRead(change: PairChange): number | undefined {
+    const ahead = this.ahead.get(pairKey(change));
+    if (ahead !== undefined) return ahead;
+    if (this.isUpTo(change, this.droppedEnd)) return undefined;
+    return this.pageMarks.find((mark) => this.isUpTo(change, mark.end))?.through;
+  }
+
+  /** A change heard from the feed: marks the pair dirty unless what this stream read already holds it. */
+  heard(change: PairChange, changeNumber: number): void {
+    if (!this.covers(change)) {
+      // The scan has not reached the pair: its page, once read, holds this change, unless the read is
+      // out now and may have been answered before it (settled in `pageRead`).
+      if (this.heardDuringRead !== undefined) {
+        const key = pairKey(change);
+        const earlier = this.heardDuringRead.get(key);
+        if (earlier === undefined || earlier.changeNumber < changeNumber) this.heardDuringRead.set(key, { change, changeNumber });
+      }
+      return;
+    }
+    const through = this.coveringRead(change);
+    if (through !== undefined && changeNumber <= through) return;
+    this.ahead.delete(pairKey(change));
+    this.markDirty(change);
+  }
+
+  private markDirty(change: PairChange): void {
     const key = pairKey(change);
     this.dirty.set(key, change);
     if (!this.markedAt.has(key)) this.markedAt.set(key, performance.now());
@@ -87,8 +164,55 @@ class Subscription {
     return taken;
   }
 
-  markAllDirty(): void {
-    this.rereadAll = true;
+  /** What the subscription remembers of reads ahead of the feed: sent pairs and pages (none once the feed passes them). */
+  get remembered(): number {
+    return this.ahead.size + this.pageMarks.length;
+  }
+
+  /** Remembers that a notice was sent from a read reflecting `through`, while the feed has not passed it. */
+  sentFrom(change: PairChange, through: number, heardThrough: number): void {
+    if (through > heardThrough) this.ahead.set(pairKey(change), through);
+  }
+
+  /** Forgets what the feed has passed: no change numbered that low can be heard any more. */
+  forgetHeard(heardThrough: number): void {
+    while (this.pageMarks.length > 0 && this.pageMarks[0]!.through <= heardThrough) this.droppedEnd = this.pageMarks.shift()!.end;
+    for (const [key, through] of this.ahead) if (through <= heardThrough) this.ahead.delete(key);
+  }
+
+  /** Where the next page of the backlog starts: its range, and the pair it comes after. */
+  nextPage(): { range: WatcherRange; after: PairPosition | undefined } {
+    this.heardDuringRead = new Map();
+    const scanned = this.scanned;
+    if (scanned === undefined) return { range: this.ranges[0]!, after: undefined };
+    if (scanned.last === "all") return { range: this.ranges[scanned.range + 1]!, after: undefined };
+    return { range: this.ranges[scanned.range]!, after: scanned.last };
+  }
+
+  /**
+   * A page of the backlog was read: the scan covers it (to the end of its range when the page is short),
+   * and a change heard while it was out that it does not hold is marked dirty.
+   */
+  pageRead(read: CursorsRead, limit: number, heardThrough: number): void {
+    const scanned = this.scanned;
+    const range = scanned === undefined ? 0 : scanned.last === "all" ? scanned.range + 1 : scanned.range;
+    const last = read.cursors.at(-1);
+    // A short page read its range to the end.
+    const point: ScanPoint = read.cursors.length < limit || last === undefined ? { range, last: "all" } : { range, last: positionOf(last.watcherKey, last.target) };
+    this.scanned = point;
+    this.backlogDone = point.last === "all" && range === this.ranges.length - 1;
+    // Reads come one after another, so their numbers never go down: a page the feed has passed is not
+    // kept, nor is any before it.
+    this.forgetHeard(heardThrough);
+    if (read.through > heardThrough) this.pageMarks.push({ end: point, through: read.through });
+    else this.droppedEnd = point;
+    const heard = this.heardDuringRead!;
+    this.heardDuringRead = undefined;
+    for (const { change, changeNumber } of heard.values()) if (changeNumber > read.through) this.heard(change, changeNumber);
+  }
+
+  markGap(): void {
+    this.gap = true;
     this.wakeUp();
   }
 
@@ -98,9 +222,9 @@ class Subscription {
     wake?.();
   }
 
-  /** Resolves when a pair becomes dirty or `signal` aborts. */
+  /** Resolves when a pair becomes dirty, the feed has a gap, or `signal` aborts. */
   changed(signal: AbortSignal): Promise<void> {
-    if (this.dirty.size > 0 || this.rereadAll || signal.aborted) return Promise.resolve();
+    if (this.dirty.size > 0 || this.gap || signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const settle = (): void => {
         signal.removeEventListener("abort", settle);
@@ -116,8 +240,8 @@ class Subscription {
 /**
  * Delivers stale notices to subscribers. It learns from the store's feed which pairs changed and reads
  * each notice from the store when it sends it, so delivery is driven by durable cursor state: a
- * reconnecting or new subscriber gets every pending notice again, and a stalled one costs at most one
- * entry per pair.
+ * reconnecting or new subscriber gets every pending notice again, a page at a time as it reads them, and a
+ * stalled one costs at most a page and one entry per pair that changed meanwhile.
  */
 export class NoticeHub {
   /** Subscriptions by the watchers they name, keyed by `watcherIn` (namespace and watcher key). */
@@ -125,6 +249,11 @@ export class NoticeHub {
   private readonly byPrefix = new Set<Subscription>();
   private unsubscribe: (() => void) | undefined;
   private unsubscribeGaps: (() => void) | undefined;
+  /** A pass that forgets what the feed has passed is due after this turn, or later. */
+  private forgetSoon = false;
+  private forgetTimer: NodeJS.Timeout | undefined;
+  /** Subscriptions that remember reads ahead of the feed. */
+  private readonly remembering = new Set<Subscription>();
 
   constructor(
     private readonly store: NoticeSource,
@@ -134,15 +263,17 @@ export class NoticeHub {
 
   /** Starts listening to the store's feed. */
   start(): void {
-    this.unsubscribe ??= this.store.onPairChanges((changes) => this.dispatch(changes));
+    this.unsubscribe ??= this.store.onPairChanges((changes, changeNumber) => this.dispatch(changes, changeNumber));
     this.unsubscribeGaps ??= this.store.onFeedGap?.(() => {
-      this.log.warn("the feed of changes has a gap: every subscription reads its pending notices again");
-      for (const sub of this.allSubscriptions()) sub.markAllDirty();
+      this.log.warn("the feed of changes has a gap: every subscription ends, and its client subscribes again");
+      for (const sub of this.allSubscriptions()) sub.markGap();
     });
   }
 
   /** Stops listening. Open subscriptions end when their signals abort. */
   stop(): void {
+    clearTimeout(this.forgetTimer);
+    this.forgetTimer = undefined;
     this.unsubscribe?.();
     this.unsubscribe = undefined;
     this.unsubscribeGaps?.();
@@ -161,10 +292,13 @@ export class NoticeHub {
     return queued;
   }
 
-  /** Pairs whose sent notice the subscriptions remember: released when the notice closes. */
-  get rememberedPairs(): number {
+  /**
+   * Sent notices and backlog pages the subscriptions remember because they were read ahead of the feed:
+   * forgotten as the feed passes them, so it stays small whatever is pending.
+   */
+  get rememberedReads(): number {
     let remembered = 0;
-    for (const sub of this.allSubscriptions()) remembered += sub.sent.size;
+    for (const sub of this.allSubscriptions()) remembered += sub.remembered;
     return remembered;
   }
 
@@ -176,64 +310,78 @@ export class NoticeHub {
 
   /**
    * Serves one subscriber until `signal` aborts (or the consumer stops asking): every notice pending for
-   * the filter, then the synced marker, then each notice as it opens or reopens. The consumer's pace is the
-   * flow control: while it does not ask for the next item, changes only mark their pair, at most one entry
-   * per pair, and the notice sent when it asks again is read then, so it is the newest.
+   * the filter, a page at a time, then the synced marker, then each notice as it opens or reopens (a
+   * change to a pair the backlog has passed is sent as it comes, before the marker too). The consumer's
+   * pace is the flow control: while it does not ask for the next item, changes only mark their pair, and
+   * the notice sent when it asks again is read then, so it is the newest. Throws UNAVAILABLE when the
+   * store's feed missed changes: a new subscription reads every pending notice again.
    */
   async *serve(filter: NoticeFilter, signal: AbortSignal): AsyncGenerator<NoticeStreamItem, void, undefined> {
     const sub = new Subscription(filter);
     this.register(sub);
     try {
       let pendingDelivered = 0;
-      for (const cursor of await this.store.pendingCursors(filter.namespace, filter.watcherKeys, filter.prefixes)) {
-        if (signal.aborted) return;
-        sub.sent.set(pairKey(cursor), sentStateOf(cursor));
-        this.metrics?.noticesDelivered.inc();
-        yield { notice: noticeFromCursor(cursor) };
-        pendingDelivered++;
-      }
-      if (signal.aborted) return;
-      yield { synced: { pendingDelivered } };
+      let synced = false;
       while (!signal.aborted) {
-        if (sub.rereadAll) {
-          sub.rereadAll = false;
-          // Every pair pending now is checked again; a pair sent before and pending no more is forgotten.
-          const pending = new Set<string>();
-          for (const cursor of await this.store.pendingCursors(filter.namespace, filter.watcherKeys, filter.prefixes)) {
-            pending.add(pairKey(cursor));
-            sub.dirty.set(pairKey(cursor), cursor);
+        if (sub.gap) throw new ServiceError("UNAVAILABLE", "this server may have missed changes of pending notices; subscribe again");
+        sub.forgetHeard(this.store.changesHeardThrough());
+        if (sub.dirty.size > 0) {
+          for await (const notice of this.sendDirty(sub, signal)) {
+            if (!synced) pendingDelivered++;
+            yield { notice };
           }
-          for (const key of sub.sent.keys()) if (!pending.has(key)) sub.sent.delete(key);
+        }
+        if (!sub.backlogDone) {
+          const { range, after } = sub.nextPage();
+          const read = await this.store.pendingPage(filter.namespace, range, after, noticePageSize);
+          sub.pageRead(read, noticePageSize, this.store.changesHeardThrough());
+          this.rememberIfAhead(sub);
+          for (const cursor of read.cursors) {
+            if (signal.aborted) return;
+            this.metrics?.noticesDelivered.inc();
+            pendingDelivered++;
+            yield { notice: noticeFromCursor(cursor) };
+          }
+          // Other calls are served between pages, however fast the consumer reads.
+          await yieldToEventLoop();
           continue;
         }
-        if (sub.dirty.size === 0) {
-          await sub.changed(signal);
+        if (sub.dirty.size > 0) continue;
+        if (!synced) {
+          synced = true;
+          yield { synced: { pendingDelivered } };
           continue;
         }
-        // The dirty pairs, up to a batch, are read in one round trip; a pair marked again while its batch
-        // is out is left for the next batch, so what is sent is never older than the newest change heard.
-        const batch = sub.takeDirty(maxPairsPerRead);
-        const cursors = new Map((await this.store.getCursors(batch)).map((cursor) => [pairKey(cursor), cursor]));
-        for (const change of batch) {
-          if (signal.aborted) return;
-          const key = pairKey(change);
-          if (sub.dirty.has(key)) continue;
-          const markedAt = sub.markedAt.get(key);
-          sub.markedAt.delete(key);
-          const cursor = cursors.get(key);
-          if (cursor === undefined || !isPending(cursor)) {
-            sub.sent.delete(key);
-            continue;
-          }
-          if (sub.sent.get(key) === sentStateOf(cursor)) continue;
-          sub.sent.set(key, sentStateOf(cursor));
-          this.metrics?.noticesDelivered.inc();
-          if (markedAt !== undefined) this.metrics?.noticeDelivery.observe((performance.now() - markedAt) / 1000);
-          yield { notice: noticeFromCursor(cursor) };
-        }
+        await sub.changed(signal);
       }
     } finally {
       this.unregister(sub);
+    }
+  }
+
+  /**
+   * Reads the dirty pairs, up to a page, in one round trip and yields the notice of each that is pending. A
+   * pair marked again while its read is out is left for the next read, so what is sent is never older than
+   * the newest change heard.
+   */
+  private async *sendDirty(sub: Subscription, signal: AbortSignal): AsyncGenerator<Notice, void, undefined> {
+    const batch = sub.takeDirty(noticePageSize);
+    const read = await this.store.getCursors(batch);
+    const heardThrough = this.store.changesHeardThrough();
+    const cursors = new Map(read.cursors.map((cursor) => [pairKey(cursor), cursor]));
+    for (const change of batch) {
+      if (signal.aborted) return;
+      const key = pairKey(change);
+      if (sub.dirty.has(key)) continue;
+      const markedAt = sub.markedAt.get(key);
+      sub.markedAt.delete(key);
+      const cursor = cursors.get(key);
+      if (cursor === undefined || !isPending(cursor)) continue;
+      sub.sentFrom(change, read.through, heardThrough);
+      this.rememberIfAhead(sub);
+      this.metrics?.noticesDelivered.inc();
+      if (markedAt !== undefined) this.metrics?.noticeDelivery.observe((performance.now() - markedAt) / 1000);
+      yield noticeFromCursor(cursor);
     }
   }
 
@@ -255,17 +403,60 @@ export class NoticeHub {
       if (subs?.size === 0) this.byWatcher.delete(key);
     }
     this.byPrefix.delete(sub);
+    this.remembering.delete(sub);
   }
 
-  private dispatch(changes: readonly PairChange[]): void {
+  private dispatch(changes: readonly PairChange[], changeNumber: number): void {
     try {
       for (const change of changes) {
-        for (const sub of this.byWatcher.get(watcherIn(change.target.namespace, change.watcherKey)) ?? []) sub.markDirty(change);
-        for (const sub of this.byPrefix) if (sub.matchesPrefix(change)) sub.markDirty(change);
+        // A subscription that names the watcher and matches a prefix too hears the change once.
+        const named = this.byWatcher.get(watcherIn(change.target.namespace, change.watcherKey));
+        for (const sub of named ?? []) sub.heard(change, changeNumber);
+        for (const sub of this.byPrefix) if (named?.has(sub) !== true && sub.matchesPrefix(change)) sub.heard(change, changeNumber);
       }
     } catch (err) {
       // The feed runs inside the writer's call: a delivery fault must never fail the write.
       this.log.error({ err }, "notice dispatch failed");
     }
+    this.scheduleForgetting();
+  }
+
+  /**
+   * Once the feed has moved on (after this turn: it counts a change as heard once its listeners have it),
+   * the subscriptions forget the reads the feed has passed, idle ones included.
+   */
+  private scheduleForgetting(): void {
+    if (this.forgetSoon || this.remembering.size === 0) return;
+    this.forgetSoon = true;
+    setImmediate(() => {
+      this.forgetSoon = false;
+      this.forgetHeard();
+    });
+  }
+
+  /**
+   * Forgets what the feed has passed; while something remains, checks again a little later (the feed also
+   * passes changes it has nothing to tell of: this process's own, announced before it read them).
+   */
+  private forgetHeard(): void {
+    const heardThrough = this.store.changesHeardThrough();
+    for (const sub of this.remembering) {
+      sub.forgetHeard(heardThrough);
+      if (sub.remembered === 0) this.remembering.delete(sub);
+    }
+    if (this.remembering.size > 0 && this.forgetTimer === undefined) {
+      this.forgetTimer = setTimeout(() => {
+        this.forgetTimer = undefined;
+        this.forgetHeard();
+      }, forgetAgainMs);
+      this.forgetTimer.unref();
+    }
+  }
+
+  /** Keeps a subscription that remembers reads ahead of the feed in the forgetting passes. */
+  private rememberIfAhead(sub: Subscription): void {
+    if (sub.remembered === 0 || this.remembering.has(sub)) return;
+    this.remembering.add(sub);
+    this.forgetHeard();
   }
 }

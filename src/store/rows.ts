@@ -165,6 +165,3 @@ export function eventsFromConcatenation(lengths: string | null, bytes: Uint8Arra
   if (events.some((event, i) => i > 0 && event.sequence <= events[i - 1]!.sequence)) events.sort((a, b) => a.sequence - b.sequence);
   return events;
 }
-
-/** Every valid key sorts below this, so [prefix, prefix + top) is the range of keys starting with prefix. */
-export const topCharacter = "\u{10FFFF}";

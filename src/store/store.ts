@@ -1,8 +1,10 @@
 import type { SessionId } from "../domain/session-key.js";
 import type { StoredEvent } from "../domain/event.js";
 import type { RunFlag } from "../domain/session-activity.js";
+import type { PairPosition, WatcherRange } from "../domain/pair-order.js";
 import type {
   CursorRecord,
+  CursorsRead,
   PairChange,
   AckInput,
   AckOutcome,
@@ -83,17 +85,28 @@ export interface Store {
    * if it has one, gets a later update time, so a scan of it in flight is discarded (SPEC §12.4).
    */
   resetWatcher(namespace: string, watcherKey: string, nowMs: number): Promise<number>;
-  /** The cursors of the pairs that have one, read in one snapshot, in no particular order. */
-  getCursors(pairs: readonly PairChange[]): Promise<CursorRecord[]>;
-  /** Pending cursors, in `namespace`, of the named watchers and of watchers whose key starts with one of the prefixes. */
-  pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]>;
+  /** The cursors of the pairs that have one, read in one snapshot, in no particular order, with the change number it reflects. */
+  getCursors(pairs: readonly PairChange[]): Promise<CursorsRead>;
+  /**
+   * Up to `limit` pending cursors of `namespace` whose watcher key is in `range`, strictly after `after` in
+   * pair order (domain/pair-order), in that order, read in one snapshot with the change number it reflects:
+   * an index seek, so a page costs its own rows whatever else is pending.
+   */
+  pendingPage(namespace: string, range: WatcherRange, after: PairPosition | undefined, limit: number): Promise<CursorsRead>;
   /** Applies acknowledgements in order, in one transaction; one outcome per ack. */
   ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]>;
   /**
    * Subscribes to the feed of pairs whose pending notice opened, changed or closed, delivered after the
-   * change is durable. Listeners read the notice itself from the store. Returns the unsubscribe function.
+   * change is durable, each commit's pairs with its change number: in number order, except that this
+   * process's own commits may come before lower numbers of other processes' that it has not read yet.
+   * Listeners read the notice itself from the store. Returns the unsubscribe function.
    */
-  onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void;
+  onPairChanges(listener: (changes: readonly PairChange[], changeNumber: number) => void): () => void;
+  /**
+   * The change number up to which every pair change has been handed to the feed's listeners: no change
+   * numbered this low or lower is still to come.
+   */
+  changesHeardThrough(): number;
   /**
    * Subscribes to gaps in that feed: changes it missed for good (a replica cut off from its database for
    * longer than other replicas' changes are kept). Listeners must read every pending pair again. Absent

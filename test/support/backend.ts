@@ -55,6 +55,13 @@ export function testDatabase(dir: string, file = "sessionstate.db"): { dbPath: s
 /** A store on the test backend, with a way to open the same state again (a restart). */
 export interface BehaviourStore {
   store: Store;
+  /**
+   * On PostgreSQL, another store on the same state (another replica, whose changes this one hears through
+   * its feed); on SQLite, which has one owner, `undefined`. Close it.
+   */
+  openPeer(): Promise<Store | undefined>;
+  /** Where its state lives, for a server started on the same state (`startTestServer`'s overrides). */
+  database: { dbPath: string; dbSchema?: string };
   /** Closes the store and opens the same database again. */
   reopen(): Promise<Store>;
 }
@@ -81,7 +88,9 @@ export async function openBehaviourStore(
           nowMs,
         });
   const handle: BehaviourStore = {
+    openPeer: async () => (database.dbSchema === undefined ? undefined : open()),
     store: await open(),
+    database,
     reopen: async () => {
       await handle.store.close();
       handle.store = await open();

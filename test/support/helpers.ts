@@ -18,7 +18,8 @@ import type { Clock } from "../../src/clock.js";
 import { agentIdOfKey } from "../../src/domain/session-key.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { encodeStateEvent } from "../../src/codec/event-codec.js";
-import type { AppendInput as StoreAppendInput } from "../../src/domain/records.js";
+import type { AppendInput as StoreAppendInput, CursorRecord } from "../../src/domain/records.js";
+import { watcherRangesOf, type PairPosition } from "../../src/domain/pair-order.js";
 import { defaultConfig, type Config } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { startServer, type RunningServer } from "../../src/server.js";
@@ -54,6 +55,30 @@ export function storeAppend(key: string, nowMs: number, kind: StoreAppendInput["
     onlyIfWatched: false,
     nowMs,
   };
+}
+
+/**
+ * Every pending cursor of the named watchers and of the watchers with one of the prefixes, in pair order,
+ * read page by page as the notice hub reads them.
+ */
+export async function allPendingCursors(
+  store: Pick<Store, "pendingPage">,
+  namespace: string,
+  watcherKeys: readonly string[],
+  prefixes: readonly string[] = [],
+  pageSize = 100,
+): Promise<CursorRecord[]> {
+  const found: CursorRecord[] = [];
+  for (const range of watcherRangesOf(watcherKeys, prefixes)) {
+    for (let after: PairPosition | undefined; ; ) {
+      const { cursors } = await store.pendingPage(namespace, range, after, pageSize);
+      found.push(...cursors);
+      if (cursors.length < pageSize) break;
+      const last = cursors.at(-1)!;
+      after = [last.watcherKey, last.target.agentId, last.target.key];
+    }
+  }
+  return found;
 }
 
 /** Opens a store on a database file for a store-level test, with the server's event encoder. Close it. */

@@ -47,10 +47,16 @@ export function feedRowsOf(pairs: readonly PairChange[], status: StatusChanges):
   return rows;
 }
 
+/** The pairs one commit changed, under its change number. */
+export interface NumberedChanges {
+  changeNumber: number;
+  pairs: PairChange[];
+}
+
 /** What the feed tells the store. */
 export interface FeedListener {
-  /** Pairs and sessions other replicas (or this one, unannounced) changed, in commit order. */
-  changes(changes: readonly PairChange[], status: StatusChanges): void;
+  /** Pairs (by commit, in commit order) and sessions other replicas (or this one, unannounced) changed. */
+  changes(changes: readonly NumberedChanges[], status: StatusChanges): void;
   /** Changes were missed for good (pruned before they were read): every pending pair must be read again. */
   gap(): void;
   /** A read failed; it is tried again on the next wake-up or tick. */
@@ -246,6 +252,14 @@ export class PairChangeFeed {
     }
   }
 
+  /**
+   * The change number up to which every commit has been told to the listener (or was this replica's own,
+   * announced before its reservation settled): no change numbered this low or lower is still to come.
+   */
+  get heardThrough(): number {
+    return this.lastSeq;
+  }
+
   /** Resolves when the read in progress (and any it asked for) is done. */
   async settled(): Promise<void> {
     while (this.reading !== undefined) await this.reading;
@@ -271,7 +285,7 @@ export class PairChangeFeed {
       const head = rows[0]!.head;
       const first = rows[0]!.change_seq;
       const gap = (first === null && head > this.lastSeq) || (first !== null && first > this.lastSeq + 1);
-      const changes: PairChange[] = [];
+      const changes: NumberedChanges[] = [];
       const status: StatusChanges = { sessions: [], all: false };
       let skipping: number | undefined;
       let read = this.lastSeq;
@@ -279,19 +293,23 @@ export class PairChangeFeed {
         if (row.change_seq === null) continue;
         if (row.change_seq !== read) {
           read = row.change_seq;
+          // A commit of this replica's that it announced itself (before settling its reservation) is skipped.
           const own = this.own.get(read);
           skipping = own !== undefined && (await own) ? read : undefined;
         }
         if (skipping === read) continue;
         const target = { namespace: row.namespace, agentId: row.target_agent_id, key: row.target_key };
-        if (row.watcher_key !== "") changes.push({ watcherKey: row.watcher_key, target });
-        else if (row.namespace === "") status.all = true;
+        if (row.watcher_key !== "") {
+          if (changes.at(-1)?.changeNumber !== read) changes.push({ changeNumber: read, pairs: [] });
+          changes.at(-1)!.pairs.push({ watcherKey: row.watcher_key, target });
+        } else if (row.namespace === "") status.all = true;
         else status.sessions.push(target);
       }
-      this.lastSeq = gap && first === null ? head : read;
-      for (const seq of this.own.keys()) if (seq <= this.lastSeq) this.own.delete(seq);
       if (gap) this.listener.gap();
       if (changes.length > 0 || status.all || status.sessions.length > 0) this.listener.changes(changes, status);
+      // Passed only once told: whoever reads `heardThrough` may rely on every change up to it being heard.
+      this.lastSeq = gap && first === null ? head : read;
+      for (const seq of this.own.keys()) if (seq <= this.lastSeq) this.own.delete(seq);
       if (rows.length < catchUpRows) return;
     }
   }

@@ -160,6 +160,95 @@ export const postgresMigrations: readonly string[] = [
   ALTER TABLE run_flags DROP CONSTRAINT run_flags_pkey, ADD PRIMARY KEY (namespace, agent_id, session_key);
   ALTER TABLE run_flags ALTER COLUMN namespace DROP DEFAULT;
   `,
+  `
+  -- Costs that do not grow with the data (issue 33). Each namespace's counts, kept by statement triggers in
+  -- the transaction that changes them (every write holds the clock row, so they never race), so that
+  -- retention finds the namespaces over their cap, the metrics count pending notices and ListNamespaces
+  -- answers, all without counting a table. updated_at_ms is the newest head update (the last append). A
+  -- count only grows through an upsert: the triggers of one statement (a head inserted in a CTE beside its
+  -- events) may fire in any order.
+  CREATE TABLE namespaces (
+    namespace       text COLLATE "C" PRIMARY KEY,
+    sessions        int8 NOT NULL DEFAULT 0,
+    events          int8 NOT NULL DEFAULT 0,
+    watches         int8 NOT NULL DEFAULT 0,
+    pending_notices int8 NOT NULL DEFAULT 0,
+    updated_at_ms   int8 NOT NULL DEFAULT 0
+  );
+  INSERT INTO namespaces (namespace, sessions, events, watches, pending_notices, updated_at_ms)
+    SELECT namespace, sum(sessions), sum(events), sum(watches), sum(pending), max(updated) FROM (
+      SELECT namespace, count(*) AS sessions, 0 AS events, 0 AS watches, 0 AS pending, max(updated_at_ms) AS updated
+        FROM heads GROUP BY namespace
+      UNION ALL SELECT namespace, 0, count(*), 0, 0, 0 FROM events GROUP BY namespace
+      UNION ALL SELECT namespace, 0, 0, count(*), count(*) FILTER (WHERE notified > acked), 0 FROM cursors GROUP BY namespace
+    ) AS counts GROUP BY namespace;
+
+  CREATE FUNCTION count_heads() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+  BEGIN
+    IF TG_OP = 'INSERT' THEN
+      INSERT INTO namespaces AS s (namespace, sessions, updated_at_ms)
+        SELECT namespace, count(*), max(updated_at_ms) FROM new_rows GROUP BY namespace
+      ON CONFLICT (namespace) DO UPDATE
+        SET sessions = s.sessions + excluded.sessions, updated_at_ms = greatest(s.updated_at_ms, excluded.updated_at_ms);
+    ELSIF TG_OP = 'UPDATE' THEN
+      UPDATE namespaces AS s SET updated_at_ms = n.updated
+        FROM (SELECT namespace, max(updated_at_ms) AS updated FROM new_rows GROUP BY namespace) AS n
+        WHERE s.namespace = n.namespace AND n.updated > s.updated_at_ms;
+    ELSE
+      UPDATE namespaces AS s SET sessions = s.sessions - o.n
+        FROM (SELECT namespace, count(*) AS n FROM old_rows GROUP BY namespace) AS o WHERE s.namespace = o.namespace;
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER heads_inserted AFTER INSERT ON heads REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_heads();
+  CREATE TRIGGER heads_updated AFTER UPDATE ON heads REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_heads();
+  CREATE TRIGGER heads_deleted AFTER DELETE ON heads REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION count_heads();
+
+  CREATE FUNCTION count_events() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+  BEGIN
+    IF TG_OP = 'INSERT' THEN
+      INSERT INTO namespaces AS s (namespace, events) SELECT namespace, count(*) FROM new_rows GROUP BY namespace
+      ON CONFLICT (namespace) DO UPDATE SET events = s.events + excluded.events;
+    ELSE
+      UPDATE namespaces AS s SET events = s.events - o.n
+        FROM (SELECT namespace, count(*) AS n FROM old_rows GROUP BY namespace) AS o WHERE s.namespace = o.namespace;
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER events_inserted AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_events();
+  CREATE TRIGGER events_deleted AFTER DELETE ON events REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION count_events();
+
+  CREATE FUNCTION count_cursors() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+  BEGIN
+    IF TG_OP = 'INSERT' THEN
+      INSERT INTO namespaces AS s (namespace, watches, pending_notices)
+        SELECT namespace, count(*), count(*) FILTER (WHERE notified > acked) FROM new_rows GROUP BY namespace
+      ON CONFLICT (namespace) DO UPDATE
+        SET watches = s.watches + excluded.watches, pending_notices = s.pending_notices + excluded.pending_notices;
+    ELSIF TG_OP = 'UPDATE' THEN
+      UPDATE namespaces AS s SET pending_notices = s.pending_notices + d.delta
+        FROM (SELECT namespace, sum(delta) AS delta FROM (
+                SELECT namespace, 1 AS delta FROM new_rows WHERE notified > acked
+                UNION ALL SELECT namespace, -1 FROM old_rows WHERE notified > acked
+              ) AS changed GROUP BY namespace) AS d
+        WHERE s.namespace = d.namespace AND d.delta <> 0;
+    ELSE
+      UPDATE namespaces AS s SET watches = s.watches - o.n, pending_notices = s.pending_notices - o.pending
+        FROM (SELECT namespace, count(*) AS n, count(*) FILTER (WHERE notified > acked) AS pending FROM old_rows GROUP BY namespace) AS o
+        WHERE s.namespace = o.namespace;
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER cursors_inserted AFTER INSERT ON cursors REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_cursors();
+  CREATE TRIGGER cursors_updated AFTER UPDATE ON cursors REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION count_cursors();
+  CREATE TRIGGER cursors_deleted AFTER DELETE ON cursors REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION count_cursors();
+
+  -- A subscription's pending notices are paged in pair order: the index holds the whole order, so a page is
+  -- a seek and a read of its own rows, however many are pending.
+  DROP INDEX cursors_pending;
+  CREATE INDEX cursors_pending ON cursors (namespace, watcher_key, target_agent_id, target_key) WHERE notified > acked;
+  `,
 ];
 
 /** Thrown when the schema is newer than this program knows; names both versions. */

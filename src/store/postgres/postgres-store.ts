@@ -7,6 +7,7 @@ import type {
   AppendInput,
   AppendOutcome,
   CursorRecord,
+  CursorsRead,
   LinkRecord,
   PairChange,
   PruneStep,
@@ -17,6 +18,7 @@ import type {
   WatchRequest,
 } from "../../domain/records.js";
 import { watcherIdOfKey, type SessionId } from "../../domain/session-key.js";
+import { pageStartIn, type PairPosition, type WatcherRange } from "../../domain/pair-order.js";
 import { runFlagAfter, type RunFlag } from "../../domain/session-activity.js";
 import {
   appendNeedsTargetCursors,
@@ -60,7 +62,6 @@ import {
   eventsFromConcatenation,
   linkFromRow,
   runFlagFromRow,
-  topCharacter,
   type CursorRow,
   type EventRow,
   type HeadRow,
@@ -105,6 +106,18 @@ function cursorsOfPairs(pairs: readonly PairChange[]): SqlQuery {
 }
 
 /**
+ * Cursor rows read with the clock's change number in the same statement (one snapshot: since commit order is
+ * change order, it holds exactly the changes numbered up to it). A read that finds no cursor still answers
+ * one row, with the number and no cursor.
+ */
+async function readThrough(db: PostgresDatabase, cursors: SqlQuery, inPairOrder = false): Promise<CursorsRead> {
+  const order = inPairOrder ? sql`ORDER BY c.watcher_key, c.target_agent_id, c.target_key` : sql``;
+  const rows = await db.query<CursorRow & { through: number }>(sql`
+    SELECT k.change_seq AS through, c.* FROM clock AS k LEFT JOIN LATERAL (${cursors}) AS c ON true WHERE k.id = 1 ${order}`);
+  return { cursors: rows.filter((row) => row.watcher_key !== null).map(cursorFromRow), through: rows[0]!.through };
+}
+
+/**
  * The PostgreSQL backend (SPEC §11): any number of replicas share one schema. SQL and transactions only;
  * each method reads, asks a plan of domain/write-plans (or a rule of domain/write-rules) and writes what it says, as in SqliteStore. Writes are group-committed under
  * the clock row lock (store/postgres/postgres-writes); single-statement reads see one snapshot, and since commit
@@ -113,7 +126,7 @@ function cursorsOfPairs(pairs: readonly PairChange[]): SqlQuery {
  * plus a catch-up read (store/postgres/postgres-feed).
  */
 export class PostgresStore implements Store {
-  private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
+  private readonly listeners = new Set<(changes: readonly PairChange[], changeNumber: number) => void>();
   private readonly gapListeners = new Set<() => void>();
   /** Stamps of the sessions' SessionStatus answers: bumped by this replica's commits and by the feed. */
   private readonly stamps = new ChangeStamps();
@@ -140,7 +153,7 @@ export class PostgresStore implements Store {
       this.channel,
       {
         reserve: (changeSeq) => this.feed?.reserveOwn(changeSeq) ?? (() => undefined),
-        announce: (changes) => this.announce(changes),
+        announce: (changes, changeNumber) => this.announce(changes, changeNumber),
         statusChanged: (status) => this.bumpStamps(status),
       },
       options.nowMs,
@@ -221,7 +234,7 @@ export class PostgresStore implements Store {
     const feed = new PairChangeFeed(this.db, this.channel, clock!.change_seq, {
       changes: (changes, status) => {
         this.bumpStamps(status);
-        this.announce(changes);
+        for (const { changeNumber, pairs } of changes) this.announce(pairs, changeNumber);
       },
       gap: () => {
         this.stamps.bumpAll();
@@ -262,14 +275,19 @@ export class PostgresStore implements Store {
     return this.feed.heardAll();
   }
 
-  private announce(changes: readonly PairChange[]): void {
+  private announce(changes: readonly PairChange[], changeNumber: number): void {
     if (changes.length === 0) return;
-    for (const listener of this.listeners) listener(changes);
+    for (const listener of this.listeners) listener(changes, changeNumber);
   }
 
-  onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void {
+  onPairChanges(listener: (changes: readonly PairChange[], changeNumber: number) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** What the feed has read through (this replica's own commits are announced before it passes them). */
+  changesHeardThrough(): number {
+    return this.feed?.heardThrough ?? 0;
   }
 
   onFeedGap(listener: () => void): () => void {
@@ -509,24 +527,21 @@ export class PostgresStore implements Store {
     });
   }
 
-  async getCursors(pairs: readonly PairChange[]): Promise<CursorRecord[]> {
-    if (pairs.length === 0) return [];
-    return (await this.db.query<CursorRow>(cursorsOfPairs(pairs))).map(cursorFromRow);
+  async getCursors(pairs: readonly PairChange[]): Promise<CursorsRead> {
+    return readThrough(this.db, cursorsOfPairs(pairs));
   }
 
-  async pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]> {
-    if (watcherKeys.length === 0 && prefixes.length === 0) return [];
-    const rows = await this.db.query<CursorRow>(sql`
-      SELECT c.* FROM cursors AS c
-      WHERE c.namespace = ${namespace} AND c.notified > c.acked AND (
-        c.watcher_key = ANY (${[...watcherKeys]}::text[])
-        OR EXISTS (
-          SELECT 1 FROM unnest(${[...prefixes]}::text[]) AS p (prefix)
-          WHERE c.watcher_key >= p.prefix AND c.watcher_key < p.prefix || ${topCharacter}
-        )
-      )
-      ORDER BY c.watcher_key, c.target_agent_id, c.target_key`);
-    return rows.map(cursorFromRow);
+  async pendingPage(namespace: string, range: WatcherRange, after: PairPosition | undefined, limit: number): Promise<CursorsRead> {
+    const [w, a, k] = pageStartIn(range, after);
+    return readThrough(
+      this.db,
+      sql`
+        SELECT * FROM cursors
+        WHERE namespace = ${namespace} AND (watcher_key, target_agent_id, target_key) > (${w}, ${a}, ${k})
+          AND watcher_key <= ${range.last} AND notified > acked
+        ORDER BY watcher_key, target_agent_id, target_key LIMIT ${limit}`,
+      true,
+    );
   }
 
   ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]> {
@@ -666,7 +681,7 @@ export class PostgresStore implements Store {
   }
 
   async countPendingNotices(): Promise<number> {
-    const [row] = await this.db.query<{ n: number }>(sql`SELECT count(*)::int8 AS n FROM cursors WHERE notified > acked`);
+    const [row] = await this.db.query<{ n: number }>(sql`SELECT coalesce(sum(pending_notices), 0)::int8 AS n FROM namespaces`);
     return row!.n;
   }
 
@@ -694,7 +709,7 @@ export class PostgresStore implements Store {
         sql`SELECT sequence FROM events WHERE occurred_at_ms < ${policy.cutoffMs} LIMIT ${policy.maxRowsPerStep}`,
       );
       const counts = pruneNeedsCounts(policy, eventsRemoved)
-        ? await tx.query<NamespaceCount>(sql`SELECT namespace, count(*)::int8 AS n FROM events GROUP BY namespace`)
+        ? await tx.query<NamespaceCount>(sql`SELECT namespace, events AS n FROM namespaces WHERE events > ${policy.maxEvents} ORDER BY namespace`)
         : [];
       for (const { namespace, count } of planNamespaceTrim(counts, policy, eventsRemoved)) {
         eventsRemoved += await removeEvents(sql`SELECT sequence FROM events WHERE namespace = ${namespace} ORDER BY sequence LIMIT ${count}`);
@@ -706,7 +721,11 @@ export class PostgresStore implements Store {
             WHERE updated_at_ms < ${policy.cutoffMs} LIMIT ${pruneCursorBudget(policy, eventsRemoved)}
           ) RETURNING *`)
       ).map(cursorFromRow);
-      ctx.send(sql`DELETE FROM pair_changes WHERE at_ms < ${this.options.nowMs() - pairChangesKeptMs}`);
+      // The feed's oldest rows, as many as the step may remove, by the change number's index: never a scan.
+      ctx.send(sql`
+        DELETE FROM pair_changes WHERE change_seq IN (
+          SELECT change_seq FROM (SELECT change_seq, at_ms FROM pair_changes ORDER BY change_seq LIMIT ${policy.maxRowsPerStep}) AS oldest
+          WHERE at_ms < ${this.options.nowMs() - pairChangesKeptMs})`);
       // Which sessions lost events or had their watermark raised is not read back: every answer may have changed.
       if (eventsRemoved > 0) ctx.everySessionChanged();
       return { value: pruneStepOutcome(policy, eventsRemoved, removed.length), changes: pairChangesOfRemoved(removed) };

@@ -259,8 +259,8 @@ function slowError(): Error {
 export interface OwnChanges {
   /** Called under the clock lock, before COMMIT; call the function returned once the outcome is known. */
   reserve(changeSeq: number): (announced: boolean) => void;
-  /** Pairs this replica committed, announced at once (the local fast path). */
-  announce(changes: readonly PairChange[]): void;
+  /** Pairs this replica committed under `changeNumber`, announced at once (the local fast path). */
+  announce(changes: readonly PairChange[], changeNumber: number): void;
   /**
    * Sessions whose answers a commit of this replica changed: told once COMMIT is answered, before any of
    * its writes is and before the feed may skip its change number.
@@ -338,10 +338,9 @@ export class PgGroupCommit {
     if (batch.length === 0) return;
     const deadlineMs = this.answerBudgetMs - (startedMs - batch[0]!.queuedAtMs);
     try {
-      const { results, changes } = await this.commit(batch, deadlineMs);
+      const results = await this.commit(batch, deadlineMs);
       this.commits?.committed((performance.now() - startedMs) / 1000, batch.length, (startedMs - batch[0]!.queuedAtMs) / 1000);
       batch.forEach((queued, i) => queued.resolve(results[i]));
-      if (changes.length > 0) this.own.announce(changes);
       return;
     } catch (error) {
       // Without the database, or with the outcome unknown, running them again alone helps nobody.
@@ -353,9 +352,8 @@ export class PgGroupCommit {
     // Nothing of the batch is stored: find out, write by write, which ones fail.
     for (const queued of batch) {
       try {
-        const { results, changes } = await this.commit([queued], this.answerBudgetMs - (performance.now() - queued.queuedAtMs));
+        const results = await this.commit([queued], this.answerBudgetMs - (performance.now() - queued.queuedAtMs));
         queued.resolve(results[0]);
-        if (changes.length > 0) this.own.announce(changes);
       } catch (error) {
         queued.reject(error);
       }
@@ -363,14 +361,16 @@ export class PgGroupCommit {
   }
 
   /**
-   * Runs writes in one transaction under the clock lock; returns their values and the pairs they changed.
-   * The lock is held from its statement to COMMIT, and COMMIT is pipelined behind the writes instead of
-   * waiting a round trip for them. Should any of them fail, PostgreSQL answers that COMMIT with a
-   * rollback, which the transaction reports.
+   * Runs writes in one transaction under the clock lock; returns their values, once the pairs they changed
+   * are announced. The lock is held from its statement to COMMIT, and COMMIT is pipelined behind the writes
+   * instead of waiting a round trip for them. Should any of them fail, PostgreSQL answers that COMMIT with
+   * a rollback, which the transaction reports. The feed may skip the commit's change number only once it
+   * is announced: its reservation settles after the announcement.
    */
-  private async commit(writes: readonly QueuedWrite[], deadlineMs: number): Promise<{ results: unknown[]; changes: PairChange[] }> {
+  private async commit(writes: readonly QueuedWrite[], deadlineMs: number): Promise<unknown[]> {
     let settleOwn: ((announced: boolean) => void) | undefined;
     let status: StatusChanges | undefined;
+    let changeNumber = 0;
     try {
       const outcome = await this.db.transaction(async (tx) => {
         // The lock and the batch's reads go out together: one round trip before the writes run.
@@ -389,6 +389,7 @@ export class PgGroupCommit {
         status = ctx.statusChanges;
         const rows = feedRowsOf(changes, status);
         const changeSeq = rows.n.length > 0 ? clock!.change_seq + 1 : clock!.change_seq;
+        changeNumber = changeSeq;
         if (rows.n.length > 0) {
           settleOwn = this.own.reserve(changeSeq);
           ctx.send(sql`
@@ -404,9 +405,10 @@ export class PgGroupCommit {
         return { results, changes };
       }, deadlineMs);
       if (status !== undefined) this.own.statusChanged(status);
+      if (outcome.changes.length > 0) this.own.announce(outcome.changes, changeNumber);
       settleOwn?.(true);
       this.storage.observe(undefined);
-      return outcome;
+      return outcome.results;
     } catch (error) {
       settleOwn?.(false);
       this.storage.observe(error);

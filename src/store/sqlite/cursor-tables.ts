@@ -2,7 +2,8 @@ import type Database from "better-sqlite3";
 import type { SessionId } from "../../domain/session-key.js";
 import type { CursorRecord } from "../../domain/records.js";
 import type { WatchFilter } from "../store.js";
-import { cursorFromRow, extraKindsToColumn, topCharacter, type CursorRow } from "../rows.js";
+import { pageStartIn, type PairPosition, type WatcherRange } from "../../domain/pair-order.js";
+import { cursorFromRow, extraKindsToColumn, type CursorRow } from "../rows.js";
 
 /** Prepared statements over the `cursors` table. Callers own the transactions. */
 export class CursorTables {
@@ -14,14 +15,12 @@ export class CursorTables {
   private readonly deleteOne;
   private readonly deleteOfWatcher;
   private readonly deleteOfTarget;
-  private readonly pendingOfWatcher;
-  private readonly pendingInRange;
+  private readonly pendingPageOf;
   private readonly pageAll;
   private readonly pageOfWatcher;
   private readonly pageOfTarget;
   private readonly pageOfPair;
   private readonly deleteUntouched;
-  private readonly pendingCount;
 
   constructor(db: Database.Database) {
     const pair = "namespace = ? AND watcher_key = ? AND target_agent_id = ? AND target_key = ?";
@@ -48,12 +47,12 @@ export class CursorTables {
       "DELETE FROM cursors WHERE namespace = ? AND watcher_key = ? RETURNING *",
     );
     this.deleteOfTarget = db.prepare<[string, string, string], CursorRow>(`DELETE FROM ${ofTargetTable} WHERE ${target} RETURNING *`);
-    this.pendingOfWatcher = db.prepare<[string, string], CursorRow>(
-      "SELECT * FROM cursors WHERE namespace = ? AND watcher_key = ? AND notified > acked ORDER BY target_agent_id, target_key",
-    );
-    this.pendingInRange = db.prepare<[string, string, string], CursorRow>(
-      `SELECT * FROM cursors WHERE namespace = ? AND watcher_key >= ? AND watcher_key < ? AND notified > acked
-       ORDER BY watcher_key, target_agent_id, target_key`,
+    // A page of pending cursors in pair order: a seek to the page's start into the partial index that holds
+    // that order (the start is the row value, so that SQLite seeks by all three columns).
+    this.pendingPageOf = db.prepare<[string, string, string, string, string, number], CursorRow>(
+      `SELECT * FROM cursors INDEXED BY cursors_pending
+       WHERE namespace = ? AND (watcher_key, target_agent_id, target_key) > (?, ?, ?) AND watcher_key <= ? AND notified > acked
+       ORDER BY watcher_key, target_agent_id, target_key LIMIT ?`,
     );
     // The provenance filter is a GLOB pattern: "*" for every provenance.
     const after = "provenance GLOB ? AND (watcher_key, target_agent_id, target_key) > (?, ?, ?)";
@@ -70,7 +69,6 @@ export class CursorTables {
     this.pageOfPair = db.prepare<[string, string, string, string, string, string, string, string, number], CursorRow>(
       `SELECT * FROM cursors WHERE ${pair} AND ${after} ${order}`,
     );
-    this.pendingCount = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM cursors WHERE notified > acked");
     this.deleteUntouched = db.prepare<[number, number], CursorRow>(
       `DELETE FROM cursors WHERE (namespace, watcher_key, target_agent_id, target_key) IN
          (SELECT namespace, watcher_key, target_agent_id, target_key FROM cursors WHERE updated_at_ms < ? LIMIT ?)
@@ -132,15 +130,13 @@ export class CursorTables {
     return this.deleteOfTarget.all(target.namespace, target.agentId, target.key).map(cursorFromRow);
   }
 
-  /** Pending cursors (`N > L`) in `namespace` of the given watchers and of every watcher whose key starts with a prefix. */
-  pending(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): CursorRecord[] {
-    const found = new Map<string, CursorRow>();
-    const collect = (rows: CursorRow[]): void => {
-      for (const row of rows) found.set(`${row.watcher_key}\u0000${row.target_agent_id}\u0000${row.target_key}`, row);
-    };
-    for (const key of watcherKeys) collect(this.pendingOfWatcher.all(namespace, key));
-    for (const prefix of prefixes) collect(this.pendingInRange.all(namespace, prefix, prefix + topCharacter));
-    return [...found.values()].map(cursorFromRow);
+  /**
+   * Up to `limit` pending cursors (`N > L`) of `namespace` whose watcher key is in `range`, strictly after
+   * `after`, in pair order.
+   */
+  pendingPage(namespace: string, range: WatcherRange, after: PairPosition | undefined, limit: number): CursorRecord[] {
+    const [w, a, k] = pageStartIn(range, after);
+    return this.pendingPageOf.all(namespace, w, a, k, range.last, limit).map(cursorFromRow);
   }
 
   /** A page of a namespace's cursors ordered by (watcher, target agent, target key), strictly after `after`. */
@@ -157,11 +153,6 @@ export class CursorTables {
             ? this.pageOfTarget.all(namespace, target.agentId, target.key, p, w, a, k, limit)
             : this.pageAll.all(namespace, p, w, a, k, limit);
     return rows.map(cursorFromRow);
-  }
-
-  /** How many cursors have a pending notice. */
-  countPending(): number {
-    return this.pendingCount.get()!.n;
   }
 
   /** Removes up to `limit` cursors untouched since `cutoffMs`; returns them. */

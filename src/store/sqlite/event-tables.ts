@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import type { StoredEvent } from "../../domain/event.js";
 import type { SessionId } from "../../domain/session-key.js";
 import type { EventWire, SessionHead } from "../../domain/records.js";
-import { pruneWatermarks, sessionPageStart, type NamespaceCount } from "../../domain/write-plans.js";
+import { pruneWatermarks, sessionPageStart } from "../../domain/write-plans.js";
 import { ChangeStamps } from "../change-stamps.js";
 import { eventFromRow, eventsFromConcatenation, headFromRow, type EventRow, type HeadRow } from "../rows.js";
 
@@ -48,7 +48,6 @@ export class EventTables {
   private readonly deleteHeadRow;
   private readonly oldEvents;
   private readonly oldestEventsIn;
-  private readonly countEventsByNamespace;
   private readonly raiseWatermark;
   private readonly deleteOne;
 
@@ -101,9 +100,6 @@ export class EventTables {
     );
     this.oldestEventsIn = db.prepare<[string, number], RemovedRow>(
       "SELECT sequence, session_id FROM events WHERE namespace = ? ORDER BY sequence LIMIT ?",
-    );
-    this.countEventsByNamespace = db.prepare<[], NamespaceCount>(
-      "SELECT namespace, count(*) AS n FROM events GROUP BY namespace",
     );
     this.raiseWatermark = db.prepare<[number, number]>(
       "UPDATE heads SET pruned_through = max(pruned_through, ?) WHERE session_id = ?",
@@ -202,11 +198,6 @@ export class EventTables {
   /** Removes up to `limit` events that occurred before `cutoffMs` (watermarks first); returns how many went. */
   pruneOlderThan(cutoffMs: number, limit: number): number {
     return this.removeEvents(this.oldEvents.all(cutoffMs, limit));
-  }
-
-  /** Each namespace's retained event count. */
-  countsByNamespace(): NamespaceCount[] {
-    return this.countEventsByNamespace.all();
   }
 
   /** Removes a namespace's `count` oldest events (watermarks first); returns how many went. */

@@ -273,4 +273,62 @@ export const migrations: readonly Migration[] = [
   ALTER TABLE own_texts_ns RENAME TO own_texts;
   `,
   },
+  {
+    sql: `
+  -- Costs that do not grow with the data (issue 33). Each namespace's counts, kept by triggers in the
+  -- transaction that changes them, so that retention finds the namespaces over their cap, the metrics count
+  -- pending notices and ListNamespaces answers, all without counting a table. updated_at_ms is the newest
+  -- head update (the last append) of the namespace.
+  CREATE TABLE namespaces (
+    namespace       TEXT    PRIMARY KEY,
+    sessions        INTEGER NOT NULL DEFAULT 0,
+    events          INTEGER NOT NULL DEFAULT 0,
+    watches         INTEGER NOT NULL DEFAULT 0,
+    pending_notices INTEGER NOT NULL DEFAULT 0,
+    updated_at_ms   INTEGER NOT NULL DEFAULT 0
+  ) WITHOUT ROWID;
+  INSERT INTO namespaces (namespace, sessions, events, watches, pending_notices, updated_at_ms)
+    SELECT namespace, sum(sessions), sum(events), sum(watches), sum(pending), max(updated) FROM (
+      SELECT namespace, count(*) AS sessions, 0 AS events, 0 AS watches, 0 AS pending, max(updated_at_ms) AS updated
+        FROM heads GROUP BY namespace
+      UNION ALL SELECT namespace, 0, count(*), 0, 0, 0 FROM events GROUP BY namespace
+      UNION ALL SELECT namespace, 0, 0, count(*), sum(notified > acked), 0 FROM cursors GROUP BY namespace
+    ) GROUP BY namespace;
+
+  CREATE TRIGGER heads_counted AFTER INSERT ON heads BEGIN
+    INSERT INTO namespaces (namespace, sessions, updated_at_ms) VALUES (NEW.namespace, 1, NEW.updated_at_ms)
+    ON CONFLICT (namespace) DO UPDATE SET sessions = sessions + 1, updated_at_ms = max(updated_at_ms, excluded.updated_at_ms);
+  END;
+  CREATE TRIGGER heads_touched AFTER UPDATE OF updated_at_ms ON heads BEGIN
+    UPDATE namespaces SET updated_at_ms = max(updated_at_ms, NEW.updated_at_ms) WHERE namespace = NEW.namespace;
+  END;
+  CREATE TRIGGER heads_uncounted AFTER DELETE ON heads BEGIN
+    UPDATE namespaces SET sessions = sessions - 1 WHERE namespace = OLD.namespace;
+  END;
+  CREATE TRIGGER events_counted AFTER INSERT ON events BEGIN
+    UPDATE namespaces SET events = events + 1 WHERE namespace = NEW.namespace;
+  END;
+  CREATE TRIGGER events_uncounted AFTER DELETE ON events BEGIN
+    UPDATE namespaces SET events = events - 1 WHERE namespace = OLD.namespace;
+  END;
+  CREATE TRIGGER cursors_counted AFTER INSERT ON cursors BEGIN
+    INSERT INTO namespaces (namespace, watches, pending_notices) VALUES (NEW.namespace, 1, NEW.notified > NEW.acked)
+    ON CONFLICT (namespace) DO UPDATE SET watches = watches + 1, pending_notices = pending_notices + excluded.pending_notices;
+  END;
+  CREATE TRIGGER cursors_recounted AFTER UPDATE OF acked, notified ON cursors
+    WHEN (OLD.notified > OLD.acked) <> (NEW.notified > NEW.acked) BEGIN
+    UPDATE namespaces SET pending_notices = pending_notices + (NEW.notified > NEW.acked) - (OLD.notified > OLD.acked)
+    WHERE namespace = NEW.namespace;
+  END;
+  CREATE TRIGGER cursors_uncounted AFTER DELETE ON cursors BEGIN
+    UPDATE namespaces SET watches = watches - 1, pending_notices = pending_notices - (OLD.notified > OLD.acked)
+    WHERE namespace = OLD.namespace;
+  END;
+
+  -- A subscription's pending notices are paged in pair order: the index holds the whole order, so a page
+  -- is a seek and a read of its own rows, however many are pending.
+  DROP INDEX cursors_pending;
+  CREATE INDEX cursors_pending ON cursors (namespace, watcher_key, target_agent_id, target_key) WHERE notified > acked;
+  `,
+  },
 ];

@@ -8,6 +8,7 @@ import type {
   AppendInput,
   AppendOutcome,
   CursorRecord,
+  CursorsRead,
   LinkRecord,
   PairChange,
   PruneStep,
@@ -18,6 +19,7 @@ import type {
   WatchRequest,
 } from "../../domain/records.js";
 import { watcherIdOfKey, type SessionId } from "../../domain/session-key.js";
+import type { PairPosition, WatcherRange } from "../../domain/pair-order.js";
 import { runFlagAfter, type RunFlag } from "../../domain/session-activity.js";
 import {
   appendNeedsTargetCursors,
@@ -44,6 +46,7 @@ import { CursorTables } from "./cursor-tables.js";
 import { EventTables } from "./event-tables.js";
 import { GroupCommit } from "./group-commit.js";
 import { LinkTables } from "./link-tables.js";
+import { NamespaceTables } from "./namespace-tables.js";
 import { Checkpointer } from "./checkpointer.js";
 import { openDatabase, type OpenedDatabase } from "./open-database.js";
 import type { CommitObserver, Durability, WriteResult } from "../store.js";
@@ -73,7 +76,13 @@ export class SqliteStore implements Store {
   private readonly cursors: CursorTables;
   private readonly links: LinkTables;
   private readonly activity: ActivityTables;
-  private readonly listeners = new Set<(changes: readonly PairChange[]) => void>();
+  private readonly namespaces: NamespaceTables;
+  private readonly listeners = new Set<(changes: readonly PairChange[], changeNumber: number) => void>();
+  /**
+   * Commits that changed pairs, counted: each is announced with its number as it commits, in the same
+   * synchronous turn, so a read always reflects exactly the changes numbered up to the count.
+   */
+  private changeCount = 0;
   private readonly groupCommit: GroupCommit;
   private readonly writeTx;
   private readonly storage: StorageTracker;
@@ -95,6 +104,7 @@ export class SqliteStore implements Store {
     this.cursors = new CursorTables(db);
     this.links = new LinkTables(db);
     this.activity = new ActivityTables(db);
+    this.namespaces = new NamespaceTables(db);
     this.groupCommit = new GroupCommit(
       db,
       (changes) => this.announce(changes),
@@ -157,12 +167,18 @@ export class SqliteStore implements Store {
 
   private announce(changes: readonly PairChange[]): void {
     if (changes.length === 0) return;
-    for (const listener of this.listeners) listener(changes);
+    const changeNumber = ++this.changeCount;
+    for (const listener of this.listeners) listener(changes, changeNumber);
   }
 
-  onPairChanges(listener: (changes: readonly PairChange[]) => void): () => void {
+  onPairChanges(listener: (changes: readonly PairChange[], changeNumber: number) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Every change is announced as it commits: none is ever still to come. */
+  changesHeardThrough(): number {
+    return this.changeCount;
   }
 
   /**
@@ -237,13 +253,13 @@ export class SqliteStore implements Store {
     });
   }
 
-  async getCursors(pairs: readonly PairChange[]): Promise<CursorRecord[]> {
+  async getCursors(pairs: readonly PairChange[]): Promise<CursorsRead> {
     // Synchronous reads with no commit between them: one snapshot.
-    return pairs.flatMap((pair) => this.cursors.get(pair.watcherKey, pair.target) ?? []);
+    return { cursors: pairs.flatMap((pair) => this.cursors.get(pair.watcherKey, pair.target) ?? []), through: this.changeCount };
   }
 
-  async pendingCursors(namespace: string, watcherKeys: readonly string[], prefixes: readonly string[]): Promise<CursorRecord[]> {
-    return this.cursors.pending(namespace, watcherKeys, prefixes);
+  async pendingPage(namespace: string, range: WatcherRange, after: PairPosition | undefined, limit: number): Promise<CursorsRead> {
+    return { cursors: this.cursors.pendingPage(namespace, range, after, limit), through: this.changeCount };
   }
 
   ackNotices(acks: readonly AckInput[], nowMs: number): Promise<AckOutcome[]> {
@@ -310,7 +326,7 @@ export class SqliteStore implements Store {
   }
 
   async countPendingNotices(): Promise<number> {
-    return this.cursors.countPending();
+    return this.namespaces.countPending();
   }
 
   /** Always true: this process owns the database file, so no other process runs its jobs. */
@@ -321,7 +337,7 @@ export class SqliteStore implements Store {
   async pruneStep(policy: RetentionPolicy): Promise<PruneStep> {
     return this.runWrite(() => {
       let eventsRemoved = this.events.pruneOlderThan(policy.cutoffMs, policy.maxRowsPerStep);
-      const counts = pruneNeedsCounts(policy, eventsRemoved) ? this.events.countsByNamespace() : [];
+      const counts = pruneNeedsCounts(policy, eventsRemoved) ? this.namespaces.overEventCap(policy.maxEvents) : [];
       for (const { namespace, count } of planNamespaceTrim(counts, policy, eventsRemoved)) {
         eventsRemoved += this.events.pruneOldestOf(namespace, count);
       }
