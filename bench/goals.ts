@@ -1,5 +1,5 @@
 /**
- * The goals `npm run bench` is held to (issue 25): each a key of latest.json, what it compares, and its
+ * The goals `npm run bench` is held to (issues 25 and 33): each a key of latest.json, what it compares, and its
  * bound. A full bench runs every scenario BENCH_RUNS times (3 unless set); latest.json holds each key's
  * median over the runs, and the goal table shows that median, every run's value and their spread.
  */
@@ -23,6 +23,17 @@ export const goals: readonly Goal[] = [
   { key: "pg_2_replicas_vs_sqlite_client", what: "appends/s, 2 replicas / one SQLite process (client library, 4 gateways)", atLeast: 1.0 },
   { key: "h2load_append_cpu_vs_floor", what: "Append's server CPU per call / its floor's (h2load)", atMost: 1.2 },
   { key: "event_loop_p99_ms_500", what: "the server's own event-loop delay p99 at 500/s, ms (its metric)", atMost: 5 },
+  // Issue 33: costs that do not grow with the data (the scale scenario: 1M events / 10k, one run).
+  { key: "scale_sqlite_restart_ms_ratio", what: "restart to listening on, 1M events / 10k", atMost: 1.5 },
+  { key: "scale_sqlite_restart_backlog_ms_ratio", what: "the same with half the events over the cap", atMost: 1.5 },
+  { key: "scale_sqlite_restart_backlog_ms_1M", what: "that restart at 1M events, ms", atMost: 2000 },
+  { key: "scale_sqlite_prune_rpc_us_per_event_ratio", what: "cost per pruned event (a Prune RPC of half the size), 1M / 10k", atMost: 2 },
+  { key: "scale_sqlite_append_p99_prune_vs_without_1M", what: "Append p99 at 200/s during that Prune RPC / without, at 1M", atMost: 2 },
+  { key: "scale_sqlite_first_notice_ms_ratio", what: "a new subscriber's first notice over every pending pair, 200k / 2k pairs", atMost: 2 },
+  { key: "scale_sqlite_longest_wait_before_first_ms_1M", what: "the longest call meanwhile, at 1M / 200k, ms", atMost: 50 },
+  { key: "scale_sqlite_rss_drained_mb_ratio", what: "RSS after draining every pending notice, 1M / 10k", atMost: 1.5 },
+  { key: "scale_sqlite_append_p99_ms_ratio", what: "Append p99 at 200/s, 1M / 10k", atMost: 1.5 },
+  { key: "scale_sqlite_status_p99_ms_ratio", what: "SessionStatus p99 at 200/s, 1M / 10k", atMost: 1.5 },
 ];
 
 export type Results = Record<string, number | string>;

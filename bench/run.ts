@@ -28,9 +28,10 @@ import { stallMemory } from "./scenarios/stall.js";
 import { etcdPeer } from "./scenarios/etcd.js";
 import { h2loadPerCall } from "./scenarios/h2load-per-call.js";
 import { scale } from "./scenarios/scale.js";
+import { streams } from "./scenarios/streams.js";
 import { latencyChart, report } from "./report.js";
 
-const scenarios = ["throughput", "latency", "coalescing", "reconcile", "startup", "stall", "etcd", "h2load", "postgres", "scale"] as const;
+const scenarios = ["throughput", "latency", "coalescing", "reconcile", "startup", "stall", "etcd", "h2load", "postgres", "scale", "streams"] as const;
 const only = process.env.BENCH_ONLY?.split(",").map((name) => name.trim());
 const unknownScenario = only?.find((name) => !(scenarios as readonly string[]).includes(name));
 if (unknownScenario !== undefined) throw new Error(`BENCH_ONLY: unknown scenario ${unknownScenario} (known: ${scenarios.join(", ")})`);
@@ -39,8 +40,11 @@ const runs = (scenario: (typeof scenarios)[number]): boolean => only === undefin
 const benchRuns = Number(process.env.BENCH_RUNS ?? 3);
 if (!Number.isInteger(benchRuns) || benchRuns < 1) throw new Error(`BENCH_RUNS: ${process.env.BENCH_RUNS} is not a whole number of runs`);
 
-/** Every scenario asked for, once. */
-async function runScenarios(): Promise<void> {
+/**
+ * Every scenario asked for, once; the scale and streams scenarios (issue 33), whose goals are ratios within
+ * one run and which take minutes, in the first run only.
+ */
+async function runScenarios(first: boolean): Promise<void> {
   const echo = await spawnListening(join(root, "bench/echo-server.ts"), [], ["--import", "tsx"]);
   try {
     if (runs("throughput")) await appendThroughput(echo);
@@ -54,7 +58,8 @@ async function runScenarios(): Promise<void> {
     await echo.stop();
   }
   if (process.env.BENCH_SKIP_ETCD === undefined && runs("etcd")) await etcdPeer();
-  if (runs("scale")) await scale();
+  if (first && runs("scale")) await scale();
+  if (first && runs("streams")) await streams();
   if (runs("postgres")) {
     if (postgresBinDir() === undefined) row("postgres", "skipped", "PostgreSQL missing", "apt-get install postgresql");
     else await postgresReplicas({ root, work, rounds, roundMs, serverNodeArgs, row, results, appendBytes, freePort });
@@ -74,7 +79,7 @@ async function main(): Promise<void> {
     for (const key of Object.keys(results)) delete results[key];
     for (const key of Object.keys(curves)) delete curves[key];
     rows.length = 0;
-    await runScenarios();
+    await runScenarios(run === 1);
     perRun.push({ ...results });
   }
   const goalLines = goalTable(perRun);

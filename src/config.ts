@@ -49,8 +49,10 @@ export interface Config {
   metricsListen: { host: string; port: number } | undefined;
   /** Largest request message accepted. */
   maxRequestBytes: number;
-  /** Bytes of encoded SessionStatus answers kept for repeated questions (SQLite only); 0: none. */
+  /** Bytes of encoded SessionStatus answers kept for repeated questions; 0: none. */
   statusCacheBytes: number;
+  /** SQLite only: the database page cache of the serving connection, in bytes (SQLite's `cache_size`). */
+  sqliteCacheBytes: number;
   /** Most server streams open at once on one connection, and in total. */
   maxStreamsPerConnection: number;
   maxStreams: number;
@@ -78,6 +80,7 @@ export const defaultConfig: Readonly<Config> = {
   metricsListen: undefined,
   maxRequestBytes: 1024 * 1024,
   statusCacheBytes: 16 * 1024 * 1024,
+  sqliteCacheBytes: 32 * 1024 * 1024,
   maxStreamsPerConnection: 100,
   maxStreams: 10_000,
 };
@@ -111,6 +114,7 @@ const settings = {
   "metrics-listen": { env: "SESSIONSTATE_METRICS_LISTEN" },
   "max-request-bytes": { env: "SESSIONSTATE_MAX_REQUEST_BYTES" },
   "status-cache-bytes": { env: "SESSIONSTATE_STATUS_CACHE_BYTES" },
+  "sqlite-cache-bytes": { env: "SESSIONSTATE_SQLITE_CACHE_BYTES" },
   "max-streams-per-connection": { env: "SESSIONSTATE_MAX_STREAMS_PER_CONNECTION" },
   "max-streams": { env: "SESSIONSTATE_MAX_STREAMS" },
 } as const;
@@ -159,6 +163,7 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
     metricsListen: read.address("metrics-listen"),
     maxRequestBytes: integer("max-request-bytes", defaultConfig.maxRequestBytes, 1024, 64 * 1024 * 1024),
     statusCacheBytes: integer("status-cache-bytes", defaultConfig.statusCacheBytes, 0, 4 * 1024 * 1024 * 1024),
+    sqliteCacheBytes: integer("sqlite-cache-bytes", defaultConfig.sqliteCacheBytes, 64 * 1024, 64 * 1024 * 1024 * 1024),
     maxStreamsPerConnection: integer("max-streams-per-connection", defaultConfig.maxStreamsPerConnection, 1, 100_000),
     maxStreams: integer("max-streams", defaultConfig.maxStreams, 1, 1_000_000),
   };

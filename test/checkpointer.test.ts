@@ -1,13 +1,17 @@
 /**
  * WAL checkpoints run on a worker thread, not the serving one (issue 25): the log is copied into the
- * database while the server writes, and the serving connection never checkpoints on its own below its bound.
+ * database while the server writes, and the serving connection never checkpoints on its own below its bound;
+ * under writes without a pause the log still starts over (issue 33).
  */
 import assert from "node:assert/strict";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import type Database from "better-sqlite3";
+import Database from "better-sqlite3";
+import { performance } from "node:perf_hooks";
+import { encodeStateEvent } from "../src/codec/event-codec.js";
+import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { openTestStore, storeAppend, tempDir } from "./support/helpers.js";
 
 describe("the WAL checkpointer", () => {
@@ -33,6 +37,42 @@ describe("the WAL checkpointer", () => {
     }
     assert.equal(existsSync(`${path}-wal`), false, "closing checkpoints and removes the log");
     dir.remove();
+  });
+
+  test("under writes that never pause, a long log still starts over: the worker checkpoints again and again until one sees no write land", async () => {
+    const dir = tempDir();
+    const path = join(dir.dir, "long.db");
+    // A log of 200 pages counts as long here (64 MiB in service).
+    const store = SqliteStore.open(path, "normal", encodeStateEvent, { longLogFrames: 200 });
+    const walBytes = (): number => statSync(`${path}-wal`).size;
+    try {
+      // Appends one batch after another for 3 s, never waiting: a checkpoint every 100 ms alone would
+      // almost never copy the whole log with no commit landing during it, and the log would keep growing
+      // (to 48-73 MB in these 3 s, seen). The worker counts the times it started the log over.
+      const checkpointer = (store as unknown as { checkpointer: { logFrames: { inLog: number; notCopied: number } } }).checkpointer;
+      let from = 0;
+      const until = performance.now() + 3000;
+      while (performance.now() < until) {
+        await Promise.all(Array.from({ length: 50 }, (_, i) => store.append(storeAppend(`agent:main:s${(from + i) % 500}`, Date.now()))));
+        from += 50;
+      }
+      const reader = new Database(path, { readonly: true });
+      const restarts = reader.prepare<[], { count: number }>("SELECT count FROM wal_restarts").get()!.count;
+      reader.close();
+      assert.ok(restarts >= 10, `the log started over ${restarts} times in 3 s (${from} appends)`);
+      assert.ok(walBytes() < 32 * 1024 * 1024, `the log grew to ${walBytes()} bytes over ${from} appends`);
+      // A long series of writes that waits for the worker finds the log all copied; its next write starts it over.
+      const waitedFrom = performance.now();
+      await store.catchUpBackground(5000);
+      assert.ok(performance.now() - waitedFrom < 1000, "the worker copied the log within a second");
+      assert.equal(checkpointer.logFrames.notCopied, 0);
+      await store.append(storeAppend("agent:main:last", Date.now()));
+      await sleep(150);
+      assert.ok(checkpointer.logFrames.inLog < 200, `after the next write the log holds ${checkpointer.logFrames.inLog} pages`);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
   });
 
   test("the serving connection's own automatic checkpoint is only a bound, far above what the worker leaves", async () => {

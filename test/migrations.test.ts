@@ -75,7 +75,7 @@ describe("schema migration to integer session ids (4)", () => {
         const tables = db.prepare<[], { name: string }>("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all();
         assert.deepEqual(
           tables.map((t) => t.name),
-          ["cursors", "events", "heads", "namespaces", "own_texts", "run_flags", "sqlite_sequence", "upstream_links"],
+          ["cursors", "events", "heads", "namespaces", "own_texts", "run_flags", "sqlite_sequence", "upstream_links", "wal_restarts"],
         );
       } finally {
         db.close();

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { encodeStateEvent } from "../src/codec/event-codec.js";
 import { storeFaultOf } from "../src/store/store-errors.js";
-import { PostgresStore } from "../src/store/postgres/postgres-store.js";
+import { PostgresStore, pruneChoices } from "../src/store/postgres/postgres-store.js";
 import { parsePostgresUrl } from "../src/store/postgres/postgres-url.js";
 import { freshSchema, testCluster } from "./support/backend.js";
 import { connectTestClient, skipWithoutPostgres } from "./support/postgres-cluster.js";
@@ -111,6 +111,42 @@ describe("the PostgreSQL store", { skip: skipWithoutPostgres() }, () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  test("a retention step's statements walk indexes and stop at their LIMIT, whatever the statistics say (no table is scanned whole)", async () => {
+    const schema = freshSchema();
+    const store = await openStore(schema);
+    const client = await connectTestClient(testCluster().url, schema);
+    try {
+      // 20,000 events and 2,000 cursors written at once, with no statistics gathered since: the planner
+      // would scan whole tables for these LIMITs if it could.
+      for (let i = 0; i < 20_000; i += 1000) {
+        await Promise.all(Array.from({ length: 1000 }, (_, k) => store.append(storeAppend(`agent:main:s${(i + k) % 1000}`, Date.now(), "run_completed"))));
+      }
+      await Promise.all(Array.from({ length: 2000 }, (_, k) => store.watch(`agent:main:w${k % 20}`, { namespace: "default", agentId: "main", key: `agent:main:s${k}` }, Date.now())));
+      const plan = async (query: { compile(): { text: string; values: unknown[] } }): Promise<string> => {
+        const { text, values } = query.compile();
+        const { rows } = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN ${text}`, values);
+        return rows.map((row) => row["QUERY PLAN"]).join("\n");
+      };
+      await client.query("BEGIN");
+      await client.query("SET LOCAL enable_seqscan = off");
+      await client.query("SET LOCAL enable_bitmapscan = off");
+      const plans = [
+        await plan(pruneChoices.olderThan(Date.now() - 86_400_000, 1000)),
+        await plan(pruneChoices.oldestOf("default", 1000)),
+        await plan(pruneChoices.untouchedCursors(Date.now() - 86_400_000, 1000)),
+        await plan(pruneChoices.oldFeedRows(Date.now() - 3_600_000, 1000)),
+      ];
+      await client.query("ROLLBACK");
+      for (const [i, text] of plans.entries()) {
+        assert.doesNotMatch(text, /Seq Scan|Bitmap|Sort/, `statement ${i}:\n${text}`);
+        assert.match(text, /Limit/, `statement ${i} stops at its LIMIT:\n${text}`);
+      }
+    } finally {
+      await client.end();
+      await store.close();
     }
   });
 });

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { performance } from "node:perf_hooks";
 import { createLogger } from "../src/logger.js";
 import { nextStepRows, Retention } from "../src/jobs/retention.js";
 import { SqliteStore } from "../src/store/sqlite/sqlite-store.js";
@@ -99,6 +101,32 @@ describe("retention", () => {
     left = 50;
     await retention.runNow();
     assert.deepEqual(asked.slice(9), [200]);
+  });
+
+  test("a pass waits for the store's background work before each step, and pauses after each as long as it took", async () => {
+    const calls: string[] = [];
+    let left = 30;
+    const stepMs = 20;
+    const store = {
+      catchUpBackground: async (limitMs: number) => void calls.push(`catch up within ${limitMs}`),
+      pruneStep: async (policy: { maxRowsPerStep: number }) => {
+        calls.push(`step at ${Math.round(performance.now())}`);
+        await sleep(stepMs);
+        const removed = Math.min(left, policy.maxRowsPerStep);
+        left -= removed;
+        return { eventsRemoved: removed, cursorsRemoved: 0, done: removed < policy.maxRowsPerStep };
+      },
+    } as unknown as SqliteStore;
+    const retention = new Retention(store, new FakeClock(), { retentionMs: dayMs, maxEvents: 10, stepTargetMs: stepMs, stepRows: { first: 10, min: 10, max: 10 } }, createLogger("silent"));
+    await retention.runNow();
+    assert.deepEqual(
+      calls.map((call) => call.replace(/ at \d+/, "")),
+      ["catch up within 1000", "step", "catch up within 1000", "step", "catch up within 1000", "step", "catch up within 1000", "step"],
+    );
+    const startedAt = calls.filter((call) => call.startsWith("step")).map((call) => Number(call.split(" at ")[1]));
+    for (let i = 1; i < startedAt.length; i++) {
+      assert.ok(startedAt[i]! - startedAt[i - 1]! >= 2 * stepMs - 2, `step ${i} began ${startedAt[i]! - startedAt[i - 1]!} ms after the one before`);
+    }
   });
 
   test("events older than the retention period are pruned in the background after start-up", async () => {

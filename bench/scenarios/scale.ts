@@ -369,6 +369,11 @@ function reportSizes(backend: string, bySize: Map<number, SizeFigures>): void {
     const shown = `${values.map((v) => fixed(v, digits)).join(" | ")}${measured.length > 1 ? ` | ×${fixed(ratio, 2)}` : ""}`;
     row(`scale ${backend} ${measured.map(label).join("/")}`, figure, shown, goal ?? "");
   }
+  const largest = measured.at(-1);
+  if (largest !== undefined) {
+    const figures = bySize.get(largest)!;
+    results[`scale_${backend}_append_p99_prune_vs_without_${label(largest)}`] = figures.append_during_prune_p99_ms! / figures.append_p99_ms!;
+  }
 }
 
 export async function scale(): Promise<void> {

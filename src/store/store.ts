@@ -150,6 +150,14 @@ export interface Store {
   tryLease(job: string, holder: string, ttlMs: number): Promise<boolean>;
   /** Runs one bounded retention step. */
   pruneStep(policy: RetentionPolicy): Promise<PruneStep>;
+  /**
+   * Resolves once the store's background work has caught up with its writes, or after `limitMs`: a long
+   * series of writes (a retention pass) waits for it between steps, so that it never outruns that work.
+   * SQLite: the write-ahead log, copied back by the checkpointer, has started over (it never does under
+   * writes without a pause, and at its bound the serving thread would copy it itself). Absent where
+   * there is no such work.
+   */
+  catchUpBackground?(limitMs: number): Promise<void>;
   /** Closes the store, checkpointing its journal. */
   close(): Promise<void>;
 }

@@ -149,10 +149,11 @@ export class SessionStateClient {
       // Every replica a target names, round-robin over those whose health says SERVING; calls that are
       // safe to repeat are resent (to the next replica) when one answers UNAVAILABLE.
       "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ [servingRoundRobin]: {} }], methodConfig: [retryOnUnavailable] }),
-      // A replica that comes back is found within seconds (grpc-js backs off up to 2 minutes by default),
-      // so it is there to take over when another one dies.
-      "grpc.initial_reconnect_backoff_ms": 250,
-      "grpc.max_reconnect_backoff_ms": 5000,
+      // A server or replica that comes back is found within a second (grpc-js backs off up to 2 minutes by
+      // default), as `subscribe` is back within a second: its streams resume within SPEC §11's 3 s of it
+      // serving again, and it is there to take over when another one dies.
+      "grpc.initial_reconnect_backoff_ms": 100,
+      "grpc.max_reconnect_backoff_ms": 1000,
     });
     const metadata: Record<string, string> = {};
     if (options.token !== undefined) metadata.authorization = `Bearer ${options.token}`;

@@ -270,7 +270,7 @@ export type SubscribeStaleNoticesResponse = Message<"sessionstate.v1.SubscribeSt
     case: "notice";
   } | {
     /**
-     * Sent once, after every notice pending at subscribe time.
+     * Sent once, after every notice pending at subscribe time; pending_delivered counts the notices before it.
      *
      * @generated from field: sessionstate.v1.Synced synced = 2;
      */
@@ -542,7 +542,11 @@ export const Watch: GenService<{
    * SubscribeStaleNotices streams notices for the named watchers: first every pending notice, then one
    * `synced` marker, then live notices as they open. A stream never receives the same pending notice
    * twice; a new stream receives every still-pending notice again (at-least-once, byte-identical text).
-   * INVALID_ARGUMENT when neither keys nor prefixes are given.
+   * Pending notices come in watcher key, target agent id, target key order (bytes of UTF-8), read a page
+   * at a time as the client reads: the first comes as soon as however many are pending. A notice that
+   * opens on a pair the stream has already passed may come before `synced`. INVALID_ARGUMENT when
+   * neither keys nor prefixes are given; UNAVAILABLE when a replica learns that it missed changes of
+   * pending notices (it was cut off from its database longer than the feed keeps them): subscribe again.
    *
    * @generated from rpc sessionstate.v1.Watch.SubscribeStaleNotices
    */

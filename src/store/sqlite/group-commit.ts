@@ -4,6 +4,18 @@ import { performance } from "node:perf_hooks";
 import type { CommitObserver, WriteResult } from "../store.js";
 
 
+/** The longest a batch waits for held writes to be let go (the checkpointer's last copy of a long log). */
+const heldWriteMaxMs = 50;
+
+/** Passed by every write transaction: see store/sqlite/checkpointer. */
+export interface WriteGate {
+  /** True when the write may begin and holds the gate (then `endWrite` after it); false while it is held. */
+  tryBeginWrite(): boolean;
+  endWrite(): void;
+}
+
+const openGate: WriteGate = { tryBeginWrite: () => true, endWrite: () => undefined };
+
 interface QueuedWrite {
   write: () => WriteResult<unknown>;
   resolve: (value: unknown) => void;
@@ -31,6 +43,11 @@ export class GroupCommit {
     private readonly observe: (error: unknown) => void,
     /** Told how long each committed batch took, and how long its oldest write waited. */
     private readonly commits?: CommitObserver,
+    /**
+     * The gate every write transaction passes (store/sqlite/checkpointer: the worker holds it for a moment
+     * to start a long log over): a batch that finds it held waits, asynchronously, `heldWriteMaxMs` at most.
+     */
+    private readonly gate: WriteGate = openGate,
   ) {
     this.batchTx = db.transaction((writes: readonly QueuedWrite[]) => writes.map((queued) => queued.write()));
     this.aloneTx = db.transaction((write: () => WriteResult<unknown>) => write());
@@ -42,9 +59,23 @@ export class GroupCommit {
       this.queued.push({ write, resolve: resolve as (value: unknown) => void, reject });
       if (this.queued.length === 1) {
         this.oldestQueuedAt = performance.now();
-        setImmediate(() => this.flush());
+        setImmediate(() => this.flushUnlessHeld());
       }
     });
+  }
+
+  /** Commits the queued writes, or tries again in a millisecond while the gate is held (not for longer than the most). */
+  private flushUnlessHeld(): void {
+    const passed = this.gate.tryBeginWrite();
+    if (!passed && performance.now() - this.oldestQueuedAt < heldWriteMaxMs) {
+      setTimeout(() => this.flushUnlessHeld(), 1);
+      return;
+    }
+    try {
+      this.flush();
+    } finally {
+      if (passed) this.gate.endWrite();
+    }
   }
 
   /** Commits every queued write now and settles each one's promise. */

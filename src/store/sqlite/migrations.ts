@@ -325,6 +325,14 @@ export const migrations: readonly Migration[] = [
     WHERE namespace = OLD.namespace;
   END;
 
+  -- The checkpointer starts a long write-ahead log over itself (store/sqlite/checkpointer): a write of its
+  -- own, here, right after it has copied all of the log while no other write could begin.
+  CREATE TABLE wal_restarts (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    count INTEGER NOT NULL
+  );
+  INSERT INTO wal_restarts (id, count) VALUES (1, 0);
+
   -- A subscription's pending notices are paged in pair order: the index holds the whole order, so a page
   -- is a seek and a read of its own rows, however many are pending.
   DROP INDEX cursors_pending;

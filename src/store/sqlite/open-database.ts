@@ -22,6 +22,13 @@ const busyTimeoutMs = 5000;
  */
 const walBoundPages = 65_536;
 
+/**
+ * The serving connection's page cache by default: 32 MiB. The working set of serving calls (heads, the
+ * cursors of targets being written, the newest events and the indexes above them) fits; the rest of the
+ * file is read through the operating system's cache, so memory does not grow with the database.
+ */
+export const defaultCacheBytes = 32 * 1024 * 1024;
+
 /** An open database and the lock that makes this process its only server. Close both (`close`). */
 export interface OpenedDatabase {
   db: Database.Database;
@@ -38,7 +45,7 @@ export interface OpenedDatabase {
  * the database itself stays in normal locking mode, so a second connection of this process (the
  * checkpointer's) can open it.
  */
-export function openDatabase(path: string, durability: Durability): OpenedDatabase {
+export function openDatabase(path: string, durability: Durability, cacheBytes = defaultCacheBytes): OpenedDatabase {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const lock = path === ":memory:" ? undefined : takeOwnership(path);
   let db: Database.Database | undefined;
@@ -49,7 +56,8 @@ export function openDatabase(path: string, durability: Durability): OpenedDataba
     db.pragma(`synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
     db.pragma("foreign_keys = ON");
     db.pragma(`wal_autocheckpoint = ${walBoundPages}`);
-    db.pragma("cache_size = -65536");
+    // A negative cache_size is KiB: the page cache's bound, whatever the size of the database.
+    db.pragma(`cache_size = ${-Math.max(64, Math.floor(cacheBytes / 1024))}`);
     migrate(db);
     const opened = db;
     return {

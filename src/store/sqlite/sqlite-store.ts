@@ -1,4 +1,6 @@
 import { stat } from "node:fs/promises";
+import { performance } from "node:perf_hooks";
+import { setTimeout as pause } from "node:timers/promises";
 import type Database from "better-sqlite3";
 import type { EventEncoder, StoredEvent } from "../../domain/event.js";
 import type {
@@ -44,7 +46,7 @@ import {
 import { ActivityTables } from "./activity-tables.js";
 import { CursorTables } from "./cursor-tables.js";
 import { EventTables } from "./event-tables.js";
-import { GroupCommit } from "./group-commit.js";
+import { GroupCommit, type WriteGate } from "./group-commit.js";
 import { LinkTables } from "./link-tables.js";
 import { NamespaceTables } from "./namespace-tables.js";
 import { Checkpointer } from "./checkpointer.js";
@@ -53,8 +55,12 @@ import type { CommitObserver, Durability, WriteResult } from "../store.js";
 import { StorageTracker, type StorageObserver } from "../storage-tracker.js";
 import type { Store } from "../store.js";
 
-/** Who hears what a SQLite store does: each is optional. */
-export interface SqliteStoreObservers {
+/** Who hears what a SQLite store does (each is optional), and its page cache's size. */
+export interface SqliteStoreOptions {
+  /** The serving connection's page cache, in bytes (default `defaultCacheBytes`, 32 MiB). */
+  cacheBytes?: number | undefined;
+  /** The write-ahead log's length, in pages, at which the checkpointer works to start it over (tests shorten it). */
+  longLogFrames?: number | undefined;
   /** Full storage, and space again. */
   storage?: StorageObserver | undefined;
   /** Each group commit's time, and its oldest write's wait. */
@@ -65,6 +71,12 @@ export interface SqliteStoreObservers {
 
 /** How often the worker thread checkpoints the WAL. */
 const checkpointIntervalMs = 100;
+/**
+ * A long series of writes (`catchUpBackground`) waits while more of the log than this is not yet copied
+ * back (4 KiB pages: 16 MiB), or while a log long enough to start over is not all copied: far below the
+ * bound at which every commit of the serving connection would copy the log itself.
+ */
+const notCopiedPauseFrames = 4096;
 
 /**
  * The SQLite backend: SQL and transactions only; each method reads, asks a plan of domain/write-plans (or a rule of domain/write-rules) and writes what it says. Each
@@ -93,13 +105,14 @@ export class SqliteStore implements Store {
   private constructor(
     private readonly opened: OpenedDatabase,
     private readonly encodeEvent: EventEncoder,
-    { storage, commits, checkpointFailed }: SqliteStoreObservers,
+    { storage, commits, checkpointFailed, longLogFrames }: SqliteStoreOptions,
   ) {
     const db = opened.db;
     this.db = db;
     this.storage = new StorageTracker(storage);
     // A failed checkpoint is tried again at the next interval; the serving connection's bound still holds.
-    this.checkpointer = db.name === ":memory:" ? undefined : new Checkpointer(db.name, checkpointIntervalMs, checkpointFailed ?? (() => undefined));
+    this.checkpointer =
+      db.name === ":memory:" ? undefined : new Checkpointer(db.name, checkpointIntervalMs, checkpointFailed ?? (() => undefined), longLogFrames);
     this.events = new EventTables(db);
     this.cursors = new CursorTables(db);
     this.links = new LinkTables(db);
@@ -107,9 +120,12 @@ export class SqliteStore implements Store {
     this.namespaces = new NamespaceTables(db);
     this.groupCommit = new GroupCommit(
       db,
-      (changes) => this.announce(changes),
+      (changes) => {
+        this.announce(changes);
+      },
       (error) => this.storage.observe(error),
       commits,
+      this.gate,
     );
     this.writeTx = db.transaction((write: () => WriteResult<unknown>) => write());
   }
@@ -118,18 +134,30 @@ export class SqliteStore implements Store {
    * Opens the database file at `path` (see `openDatabase`); `encodeEvent` gives each new event its stored
    * wire bytes; the observers, when given, hear what the store does. The caller must `close()` the store.
    */
-  static open(path: string, durability: Durability, encodeEvent: EventEncoder, observers: SqliteStoreObservers = {}): SqliteStore {
-    return new SqliteStore(openDatabase(path, durability), encodeEvent, observers);
+  static open(path: string, durability: Durability, encodeEvent: EventEncoder, options: SqliteStoreOptions = {}): SqliteStore {
+    return new SqliteStore(openDatabase(path, durability, options.cacheBytes), encodeEvent, options);
+  }
+
+  /**
+   * The checkpointer's write gate (an open one without a checkpointer). A write that runs at once passes it
+   * if it can, and goes ahead anyway when the worker holds it (that only spoils one attempt of the
+   * worker's to start the log over); the group commit's batches wait for it.
+   */
+  private get gate(): WriteGate {
+    return this.checkpointer ?? { tryBeginWrite: () => true, endWrite: () => undefined };
   }
 
   /** Runs one write in its own `BEGIN IMMEDIATE` transaction and announces its pair changes after the commit. */
   private runWrite<T>(write: () => WriteResult<T>): T {
     let result: WriteResult<T>;
+    const passed = this.gate.tryBeginWrite();
     try {
       result = this.writeTx.immediate(write) as WriteResult<T>;
     } catch (error) {
       this.storage.observe(error);
       throw error;
+    } finally {
+      if (passed) this.gate.endWrite();
     }
     this.storage.observe(undefined);
     this.announce(result.changes);
@@ -344,6 +372,19 @@ export class SqliteStore implements Store {
       const removed = this.cursors.pruneUntouched(policy.cutoffMs, pruneCursorBudget(policy, eventsRemoved));
       return { value: pruneStepOutcome(policy, eventsRemoved, removed.length), changes: pairChangesOfRemoved(removed) };
     });
+  }
+
+  async catchUpBackground(limitMs: number): Promise<void> {
+    const checkpointer = this.checkpointer;
+    if (checkpointer === undefined) return;
+    const deadline = performance.now() + limitMs;
+    // Behind: much of the log is not copied yet, or a long log is not all copied (once it is, the next
+    // write, this series' own, starts it over).
+    const behind = (): boolean => {
+      const { inLog, notCopied } = checkpointer.logFrames;
+      return notCopied > notCopiedPauseFrames || (inLog >= checkpointer.longLogFrames && notCopied > 0);
+    };
+    while (behind() && performance.now() < deadline) await pause(5);
   }
 
   /**
