@@ -80,7 +80,8 @@ export async function streams(): Promise<void> {
     "--max-streams-per-connection", String(streamCount + 100),
     "--max-streams", String(streamCount + 100),
   ];
-  const start = (): Promise<Listening> => spawnListening(join(root, "bin/sessionstate.js"), args, serverNodeArgs);
+  // BENCH_SERVER_ROOT runs another checkout's server, as in the scale scenario.
+  const start = (): Promise<Listening> => spawnListening(join(process.env.BENCH_SERVER_ROOT ?? root, "bin/sessionstate.js"), args, serverNodeArgs);
   let server = await start();
   const client = new SessionStateClient({ address: `127.0.0.1:${port}`, logger: { warn: () => {} } });
   const subscribers: Subscriber[] = [];
