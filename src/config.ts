@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
 import { describeArgsError } from "./command-line.js";
 import { logLevels, type LogLevel } from "./logger.js";
 import type { Durability } from "./store/store.js";
-import { isValidSchemaName } from "./store/postgres/postgres-schema.js";
+import { isValidSchemaName } from "./store/postgres/migrations.js";
 import { isPostgresUrl, parsePostgresUrl } from "./store/postgres/postgres-url.js";
 import { TokenRegistry } from "./rpc/tokens.js";
 import { defaultSyntheticPrefixes } from "./upstream/claude-classifier.js";

@@ -18,17 +18,17 @@ export type StatusName =
  * The one error type services throw. `message` is sent to the client as-is, so it must never hold SQL,
  * stack traces or paths outside the transcript root; `cause` goes to the log only.
  */
-export class ServiceError extends Error {
+export class StatusError extends Error {
   readonly code: StatusName;
 
   constructor(code: StatusName, message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = "ServiceError";
+    this.name = "StatusError";
     this.code = code;
   }
 }
 
 /** Shorthand for the most common refusal: `INVALID_ARGUMENT` with a message that names the field. */
-export function invalidArgument(field: string, problem: string): ServiceError {
-  return new ServiceError("INVALID_ARGUMENT", `${field}: ${problem}`);
+export function invalidArgument(field: string, problem: string): StatusError {
+  return new StatusError("INVALID_ARGUMENT", `${field}: ${problem}`);
 }

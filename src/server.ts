@@ -6,7 +6,6 @@ import { file_sessionstate_v1_reconcile, Reconcile } from "../gen/sessionstate/v
 import { file_sessionstate_v1_signal_log, SignalLog } from "../gen/sessionstate/v1/signal_log_pb.js";
 import { file_sessionstate_v1_upstream, Upstream } from "../gen/sessionstate/v1/upstream_pb.js";
 import { file_sessionstate_v1_watch, Watch } from "../gen/sessionstate/v1/watch_pb.js";
-import { encodeStateEvent } from "./codec/event-codec.js";
 import { systemClock, type Clock } from "./clock.js";
 import { formatHostPort, isLoopbackHost, type Config } from "./config.js";
 import type { Logger } from "./logger.js";
@@ -23,24 +22,15 @@ import { watchHandlers } from "./services/watch.js";
 import { settleWithin } from "./settle-within.js";
 import { Retention, type RetentionSettings } from "./jobs/retention.js";
 import { MonitorJob } from "./jobs/monitor-job.js";
-import { PostgresStore } from "./store/postgres/postgres-store.js";
-import { isPostgresUrl, parsePostgresUrl, redactPostgresUrl } from "./store/postgres/postgres-url.js";
-import { SqliteStore } from "./store/sqlite/sqlite-store.js";
+import { openStore, type OpenedStore, type StoreLifecycle } from "./store/backends/open-store.js";
 import type { StorageObserver } from "./store/storage-tracker.js";
-import { storeFaultOf } from "./store/store-errors.js";
 import type { CommitObserver, Store } from "./store/store.js";
 import { SessionActivity } from "./upstream/session-activity.js";
 import { UpstreamMonitor } from "./upstream/upstream-monitor.js";
 
 const dayMs = 24 * 60 * 60 * 1000;
-/**
- * How big a retention step is: aimed at 3 ms on SQLite (the serving thread waits for it), 15 ms on
- * PostgreSQL (a step of a few round trips holds the clock row every replica's writes wait for), so that
- * nearly every step stays within SPEC §4's budget of 5 and 25 ms (the bench: 98.5 % under 5 ms at 1M).
- */
-function pruneStepSizes(config: Config): Pick<RetentionSettings, "stepTargetMs" | "stepRows"> {
-  return { stepTargetMs: isPostgresUrl(config.dbPath) ? 15 : 3, stepRows: { first: 1000, min: 100, max: 50_000 } };
-}
+/** The rows of a retention step: the first of a run, and the bounds it is sized within (its time is the backend's). */
+const pruneStepRows: RetentionSettings["stepRows"] = { first: 1000, min: 100, max: 50_000 };
 const firstMonitorTickMs = 15_000;
 /**
  * A graceful stop ends within `stopBudgetMs` whatever the database does (SPEC §11: 5 s): calls in flight
@@ -50,9 +40,6 @@ const stopBudgetMs = 4500;
 const callGraceMs = 1500;
 /** Connections still open after the calls are answered are cut after this. */
 const connectionGraceMs = 500;
-/** A replica started while its database is down tries again this often (first), up to the most, with jitter. */
-const startRetryFirstMs = 100;
-const startRetryMostMs = 1000;
 
 /** A running server. Whoever started it must `close()` it. */
 export interface RunningServer {
@@ -83,7 +70,7 @@ export interface ServerOptions {
   onFatal?: (error: unknown) => void;
 }
 
-function credentialsOf(config: Config): ServerCredentials {
+function credentialsFromConfig(config: Config): ServerCredentials {
   const tls = config.tls;
   if (tls === undefined) return ServerCredentials.createInsecure();
   return ServerCredentials.createSsl(
@@ -93,10 +80,6 @@ function credentialsOf(config: Config): ServerCredentials {
   );
 }
 
-/** Resolves after `ms`; the timer does not keep the process alive. */
-function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
 
 /** The storage observer of the stores: the gauge, the refusal count and one log line per change. */
 function storageObserver(storeLog: Logger, metrics: () => Metrics | undefined): StorageObserver {
@@ -110,65 +93,6 @@ function storageObserver(storeLog: Logger, metrics: () => Metrics | undefined): 
   };
 }
 
-/** The store the configuration names, and on PostgreSQL whether its database answered the first attempt. */
-interface OpenedStore {
-  store: Store;
-  postgres: PostgresStore | undefined;
-  ready: boolean;
-  description: string;
-}
-
-/**
- * Opens the SQLite file, or connects to PostgreSQL once before listening, so a database that is there is
- * served from the first call. An unreachable PostgreSQL is not an error here (the caller keeps trying);
- * any other failure to open is thrown.
- */
-async function openStore(config: Config, clock: Clock, storeLog: Logger, storage: StorageObserver, commits: CommitObserver): Promise<OpenedStore> {
-  if (!isPostgresUrl(config.dbPath)) {
-    // Each kind of checkpoint failure is logged once; the next interval tries again.
-    const failures = new Set<string>();
-    const checkpointFailed = (code: string): void => {
-      if (failures.has(code)) return;
-      failures.add(code);
-      storeLog.warn({ code }, "a background WAL checkpoint failed; retrying (the log is still bounded)");
-    };
-    const store = SqliteStore.open(config.dbPath, config.durability, encodeStateEvent, {
-      storage,
-      commits,
-      checkpointFailed,
-      cacheBytes: config.sqliteCacheBytes,
-    });
-    return { store, postgres: undefined, ready: true, description: config.dbPath };
-  }
-  const postgres = new PostgresStore({
-    target: parsePostgresUrl(config.dbPath),
-    schema: config.dbSchema,
-    durability: config.durability,
-    nodeId: config.nodeId,
-    encodeEvent: encodeStateEvent,
-    nowMs: () => clock.nowMs(),
-    storage,
-    commits,
-    // While the database is away health says so once; any other failure of the feed is worth a warning.
-    onFeedError: (err) =>
-      storeFaultOf(err) === "unreachable"
-        ? storeLog.debug({ err }, "reading other replicas' changes failed; retrying")
-        : storeLog.warn({ err }, "reading other replicas' changes failed; retrying"),
-  });
-  const description = `${redactPostgresUrl(config.dbPath)} schema ${config.dbSchema}`;
-  try {
-    await postgres.start();
-    return { store: postgres, postgres, ready: true, description };
-  } catch (err) {
-    if (storeFaultOf(err) !== "unreachable") {
-      await postgres.close();
-      throw err;
-    }
-    storeLog.error({ err }, "database unreachable: listening, not serving, and retrying");
-    return { store: postgres, postgres, ready: false, description };
-  }
-}
-
 /** The jobs of one process: retention and the upstream monitor's ticks, each under its lease. */
 interface Jobs {
   retention: Retention;
@@ -177,11 +101,12 @@ interface Jobs {
   monitorJob: MonitorJob;
 }
 
-function createJobs(config: Config, store: Store, clock: Clock, logger: Logger, metrics: Metrics, leaseHolder: string): Jobs {
+function createJobs(config: Config, opened: OpenedStore, clock: Clock, logger: Logger, metrics: Metrics, leaseHolder: string): Jobs {
+  const { store } = opened;
   const retention = new Retention(
     store,
     clock,
-    { retentionMs: config.retentionDays * dayMs, maxEvents: config.maxEvents, ...pruneStepSizes(config) },
+    { retentionMs: config.retentionDays * dayMs, maxEvents: config.maxEvents, stepTargetMs: opened.tuning.pruneStepTargetMs, stepRows: pruneStepRows },
     logger.child({ component: "retention" }),
     metrics,
     () => store.tryLease("retention", leaseHolder, 2 * config.pruneIntervalMs),
@@ -232,7 +157,15 @@ function createGrpcServer(
   edge.addService(SignalLog, signalLogHandlers({ store, clock, retention: jobs.retention, metrics, log: logger.child({ component: "rpc" }) }));
   edge.addService(Watch, watchHandlers({ store, hub, clock, metrics }));
   edge.addService(Reconcile, reconcileHandlers({ store, statusCacheBytes: config.statusCacheBytes, metrics }));
-  edge.addService(Upstream, upstreamHandlers({ store, monitor: jobs.monitor, activity: jobs.activity, clock, transcriptRoot: config.transcriptRoot }));
+  edge.addService(Upstream, upstreamHandlers({
+      store,
+      monitor: jobs.monitor,
+      activity: jobs.activity,
+      clock,
+      transcriptRoot: config.transcriptRoot,
+      maxLineBytes: config.maxLineBytes,
+      syntheticPrefixes: config.syntheticPrefixes,
+    }));
   edge.addService(Health, health.handlers(), { isPublic: true });
   addReflection(server, [
     file_sessionstate_v1_signal_log,
@@ -249,39 +182,12 @@ type MetricsServer = Awaited<ReturnType<typeof serveMetrics>>;
 /** Binds the gRPC address, then the metrics listener when configured. */
 async function listen(server: Server, config: Config, metrics: Metrics): Promise<{ port: number; metricsServer: MetricsServer | undefined }> {
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(formatHostPort(config.listenHost, config.listenPort), credentialsOf(config), (err, bound) =>
+    server.bindAsync(formatHostPort(config.listenHost, config.listenPort), credentialsFromConfig(config), (err, bound) =>
       err === null ? resolve(bound) : reject(err),
     );
   });
   const metricsServer = config.metricsListen === undefined ? undefined : await serveMetrics(metrics, config.metricsListen.host, config.metricsListen.port);
   return { port, metricsServer };
-}
-
-/**
- * Tries to start the PostgreSQL store until it answers (jittered backoff, from `startRetryFirstMs` up to
- * `startRetryMostMs`) or `stopping()` says to give up; calls `ready` once it answered, `fatal` when it
- * failed for a reason other than reachability (a schema newer than this program).
- */
-async function retryUntilDatabaseAnswers(
-  postgres: PostgresStore,
-  stopping: () => boolean,
-  ready: () => Promise<void>,
-  fatal: (err: unknown) => void,
-): Promise<void> {
-  for (let attempt = 0; !stopping(); attempt++) {
-    await pause(Math.min(startRetryMostMs, startRetryFirstMs * 2 ** attempt) * (0.5 + Math.random() / 2));
-    if (stopping()) return;
-    try {
-      await postgres.start();
-    } catch (err) {
-      if (storeFaultOf(err) === "unreachable") continue;
-      fatal(err);
-      return;
-    }
-    if (stopping()) return;
-    await ready();
-    return;
-  }
 }
 
 /** Closes an HTTP server and every connection it holds. */
@@ -314,46 +220,35 @@ function shutDownTransport(server: Server, log: Logger): Promise<void> {
  * answers. On PostgreSQL, SERVING and NOT_SERVING then follow its reachability. `stop()` ends all of it.
  */
 function followDatabase(
-  opened: OpenedStore,
+  lifecycle: StoreLifecycle,
   hooks: { setServing: (serving: boolean) => void; startJobs: () => void; log: Logger; onFatal: ((error: unknown) => void) | undefined },
-): { readonly ready: boolean; stop(): void } {
-  const { postgres } = opened;
+): { stop(): void } {
   const { setServing, startJobs, log } = hooks;
-  let ready = opened.ready;
   let stopping = false;
-  const unfollow = postgres?.onReachabilityChange((reachable) => {
-    if (stopping || !ready) return;
+  const unfollow = lifecycle.onReachabilityChange((reachable) => {
+    if (stopping || !lifecycle.ready) return;
     setServing(reachable);
     if (reachable) log.info("database reachable again: serving");
     else log.error("database unreachable: not serving");
   });
-  if (ready) {
-    setServing(true);
-    startJobs();
-  } else {
-    setServing(false);
-    void retryUntilDatabaseAnswers(
-      postgres!,
-      () => stopping,
-      async () => {
-        ready = true;
-        setServing(postgres!.isReachable);
-        log.info("database reachable: serving");
-        startJobs();
-      },
-      (err) => {
-        log.fatal({ err }, "opening the database failed");
-        hooks.onFatal?.(err);
-      },
-    );
-  }
-  return {
-    get ready() {
-      return ready;
+  const wasReady = lifecycle.ready;
+  if (!wasReady) setServing(false);
+  lifecycle.whenReady(
+    () => {
+      if (stopping) return;
+      setServing(lifecycle.reachable);
+      if (!wasReady) log.info("database reachable: serving");
+      startJobs();
     },
+    (err) => {
+      log.fatal({ err }, "opening the database failed");
+      hooks.onFatal?.(err);
+    },
+  );
+  return {
     stop: () => {
       stopping = true;
-      unfollow?.();
+      unfollow();
     },
   };
 }
@@ -368,13 +263,12 @@ async function stopGracefully(parts: {
   edge: RpcEdge;
   hub: NoticeHub;
   jobs: Jobs;
-  store: Store;
-  postgres: PostgresStore | undefined;
+  lifecycle: StoreLifecycle;
   metricsServer: MetricsServer | undefined;
   leaseHolder: string;
   log: Logger;
 }): Promise<void> {
-  const { server, edge, hub, jobs, store, postgres, metricsServer, leaseHolder, log } = parts;
+  const { server, edge, hub, jobs, lifecycle, metricsServer, leaseHolder, log } = parts;
   const stopByMs = performance.now() + stopBudgetMs;
   const remainingMs = (): number => Math.max(0, stopByMs - performance.now());
   edge.shutDownCalls();
@@ -384,15 +278,14 @@ async function stopGracefully(parts: {
   await settleWithin(remainingMs(), jobs.monitorJob.stop());
   await settleWithin(remainingMs(), jobs.retention.stop());
   // Another replica may take this one's jobs at once rather than after the leases expire.
-  if (postgres?.isReachable === true) {
+  if (lifecycle.reachable) {
     await settleWithin(
       Math.min(remainingMs(), 1000),
-      postgres.releaseLeases(leaseHolder).catch((err: unknown) => log.warn({ err }, "releasing job leases failed")),
+      lifecycle.releaseLeases(leaseHolder).catch((err: unknown) => log.warn({ err }, "releasing job leases failed")),
     );
   }
   if (metricsServer !== undefined) await closeHttp(metricsServer.server);
-  if (postgres !== undefined) await postgres.close(remainingMs());
-  else await store.close();
+  await lifecycle.close(remainingMs());
   log.info("stopped");
 }
 
@@ -414,16 +307,15 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     },
   };
   const storeLog = logger.child({ component: "store" });
-  const opened = await openStore(config, clock, storeLog, storageObserver(storeLog, () => metrics), commits);
-  const { store, postgres } = opened;
+  const opened = await openStore(config, { clock, log: storeLog, storage: storageObserver(storeLog, () => metrics), commits });
+  const { store, lifecycle } = opened;
   // Until the database is followed (below), it is ready when the first attempt found it.
-  let databaseReady = (): boolean => opened.ready;
   onStoreOpened?.(store);
   // Jobs that run on one replica at a time hold a lease; this process is one holder.
   const leaseHolder = `${config.nodeId}/${process.pid}/${randomUUID()}`;
   // The metrics count open streams through the edge, made after them.
   let edge: RpcEdge | undefined;
-  const databaseReachable = (): boolean => postgres === undefined || (databaseReady() && postgres.isReachable);
+  const databaseReachable = (): boolean => lifecycle.reachable;
   // A scrape while the database is away answers at once, with the gauges it cannot read left as they were.
   const unlessUnreachable = <T>(read: () => Promise<T>): Promise<T> =>
     databaseReachable() ? read() : Promise.reject(new Error("the database is unreachable"));
@@ -434,7 +326,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     databaseReachable,
   });
   metrics = serverMetrics;
-  const jobs = createJobs(config, store, clock, logger, serverMetrics, leaseHolder);
+  const jobs = createJobs(config, opened, clock, logger, serverMetrics, leaseHolder);
   const hub = new NoticeHub(store, logger.child({ component: "notices" }), serverMetrics);
   hub.start();
   const grpc = createGrpcServer(config, { store, hub, jobs, clock, metrics: serverMetrics, tokens, logger });
@@ -464,7 +356,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     health.setServing(serving);
     rpcEdge.setAvailable(serving);
   };
-  const database = followDatabase(opened, {
+  const database = followDatabase(lifecycle, {
     setServing,
     // Serving comes first: a backlog of retention is worked off in the background, in steps between calls,
     // and every answer stays exact meanwhile (SPEC §4).
@@ -475,7 +367,6 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     log,
     onFatal,
   });
-  databaseReady = () => database.ready;
   const address = formatHostPort(config.listenHost, port);
   log.info(
     {
@@ -487,13 +378,13 @@ export async function startServer(config: Config, { logger, clock = systemClock,
       auth: tokens === undefined ? "off" : "tokens",
       metricsPort: metricsServer?.port,
     },
-    database.ready ? "serving" : "listening; not serving until the database answers",
+    lifecycle.ready ? "serving" : "listening; not serving until the database answers",
   );
 
   const close = async (): Promise<void> => {
     database.stop();
     setServing(false);
-    await stopGracefully({ server, edge: rpcEdge, hub, jobs, store, postgres, metricsServer, leaseHolder, log });
+    await stopGracefully({ server, edge: rpcEdge, hub, jobs, lifecycle, metricsServer, leaseHolder, log });
   };
   let closing: Promise<void> | undefined;
   return {

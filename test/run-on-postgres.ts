@@ -1,27 +1,22 @@
 /**
- * `npm test`'s second pass: the behaviour suite of SPEC §2–§9 again, on PostgreSQL (one throwaway
- * cluster per test file). Without PostgreSQL it says so in one line and runs nothing, unless
- * `SESSIONSTATE_REQUIRE_POSTGRES=1` (CI), which makes that a failure.
+ * `npm test`'s second pass: the behaviour suite (every file in test/behaviour/, found, not listed) again,
+ * on PostgreSQL: `SESSIONSTATE_TEST_BACKEND=postgres` makes test/support/backend.ts hand each file
+ * PostgreSQL stores and servers (one throwaway cluster per file, a schema per store or server). Without
+ * PostgreSQL it says so in one line and runs nothing, unless `SESSIONSTATE_REQUIRE_POSTGRES=1` (CI),
+ * which makes that a failure.
  */
 import { spawnSync } from "node:child_process";
+import { readdirSync } from "node:fs";
 import { noPostgresMessage, postgresBinDir, postgresRequired } from "./support/postgres-cluster.js";
 
-/** The files that hold the behaviour suite; each runs unchanged on either backend. */
-const behaviourFiles = [
-  "test/signal-log.test.ts",
-  "test/reconcile.test.ts",
-  "test/watch.test.ts",
-  "test/watch-load.test.ts",
-  "test/feed.test.ts",
-  "test/upstream.test.ts",
-  "test/retention.test.ts",
-  "test/client.test.ts",
-  "test/limits-metrics.test.ts",
-  "test/namespaces.test.ts",
-  "test/ambient-watches.test.ts",
-  "test/monitor-scans.test.ts",
-  "test/backlog.test.ts",
-];
+const behaviourFiles = readdirSync(new URL("./behaviour/", import.meta.url))
+  .filter((name) => name.endsWith(".test.ts"))
+  .sort()
+  .map((name) => `test/behaviour/${name}`);
+if (behaviourFiles.length === 0) {
+  console.error("no behaviour test files in test/behaviour/");
+  process.exit(1);
+}
 
 if (postgresBinDir() === undefined) {
   if (postgresRequired) {

@@ -20,6 +20,7 @@ import {
 import type { Notice } from "../domain/notice.js";
 import type { AckOutcome, AppendOutcome, CursorRecord, SessionStatus } from "../domain/records.js";
 import type { SessionId } from "../domain/session-key.js";
+import type { StatusName } from "../errors.js";
 import { writeCursor } from "./event-codec.js";
 import { WireMessage } from "./wire-message.js";
 import {
@@ -56,11 +57,25 @@ export function appendResponse(outcome: AppendOutcome): WireMessage<typeof Appen
   return new WireMessage(finishToBuffer(writer));
 }
 
-/** One entry's failure in an AppendBatch: its gRPC status code and client-safe message. */
+/** One entry's failure in an AppendBatch: its status and client-safe message. */
 export interface AppendEntryFailure {
-  code: number;
+  code: StatusName;
   message: string;
 }
+
+/** The numbers of status codes, as gRPC and Connect number them (google.rpc.Code). */
+const statusNumbers: Record<StatusName, number> = {
+  INVALID_ARGUMENT: 3,
+  NOT_FOUND: 5,
+  PERMISSION_DENIED: 7,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  OUT_OF_RANGE: 11,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  UNAUTHENTICATED: 16,
+};
 
 /** An AppendBatchResponse: per entry, its AppendResponse or its failure. */
 export function appendBatchResponse(
@@ -75,7 +90,7 @@ export function appendBatchResponse(
         writeMessage(w, resultField.response.number, (r) => writeAppendResponseFields(r, entry));
       } else {
         writeMessage(w, resultField.failure.number, (f) => {
-          writeInteger(f, failureField.code.number, entry.code);
+          writeInteger(f, failureField.code.number, statusNumbers[entry.code]);
           writeString(f, failureField.message.number, entry.message);
         });
       }

@@ -20,7 +20,7 @@ export type RunOutcome = "error" | "timeout" | "cancelled";
 export type KindEffect = "notify" | "seed" | "ledger";
 
 /** What an event of `kind` does to cursors: notifying kinds open notices, spawns seed the parent's cursor. */
-export function effectOfKind(kind: EventKind): KindEffect {
+export function effectFromKind(kind: EventKind): KindEffect {
   switch (kind) {
     case "human_direct_message":
     case "goal_changed":

@@ -44,7 +44,7 @@ export function comparePairTo(watcherKey: string, target: SessionId, position: P
 }
 
 /** The position of a pair. */
-export function positionOf(watcherKey: string, target: SessionId): PairPosition {
+export function positionFromPair(watcherKey: string, target: SessionId): PairPosition {
   return [watcherKey, target.agentId, target.key];
 }
 
@@ -52,7 +52,7 @@ export function positionOf(watcherKey: string, target: SessionId): PairPosition 
  * The watcher keys a subscription serves (exact keys and prefixes) as ranges in byte order, sorted and
  * merged, so that paging through them in turn visits every pair once, in pair order.
  */
-export function watcherRangesOf(watcherKeys: readonly string[], prefixes: readonly string[]): WatcherRange[] {
+export function watcherRangesFromFilter(watcherKeys: readonly string[], prefixes: readonly string[]): WatcherRange[] {
   const ranges = [
     ...watcherKeys.map((key) => ({ from: key, last: key })),
     ...prefixes.map((prefix) => ({ from: prefix, last: `${prefix}${topCharacter}` })),
@@ -69,8 +69,8 @@ export function watcherRangesOf(watcherKeys: readonly string[], prefixes: readon
   return merged;
 }
 
-/** The index of the range (of `watcherRangesOf`) that holds `watcherKey`, or -1. */
-export function rangeIndexOf(ranges: readonly WatcherRange[], watcherKey: string): number {
+/** The index of the range (of `watcherRangesFromFilter`) that holds `watcherKey`, or -1. */
+export function findRangeIndex(ranges: readonly WatcherRange[], watcherKey: string): number {
   return ranges.findIndex((range) => compareKeys(range.from, watcherKey) <= 0 && compareKeys(watcherKey, range.last) <= 0);
 }
 

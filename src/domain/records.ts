@@ -4,6 +4,7 @@
  */
 import type { ActorType, EventKind, EventPayload, ExtraMaterialKind, StoredEvent } from "./event.js";
 import type { SessionId } from "./session-key.js";
+import type { LinkSource } from "./upstream-link.js";
 
 /**
  * How a watcher came to watch (SPEC §12.2): `explicit` (Watch, a spawn, a notifying append that names it)
@@ -68,8 +69,8 @@ export interface LinkRecord {
   catalogId: string;
   hostId: string;
   threadId: string;
-  /** `file:<resolved path>` or `node:<node id>`. */
-  source: string;
+  /** A transcript file's resolved path, or a paired node's id. */
+  source: LinkSource;
   /** A byte offset (files) or the newest item's uuid (nodes). */
   marker: string;
   /** Consecutive checks that found the source definitely gone. */

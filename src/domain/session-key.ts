@@ -57,7 +57,7 @@ export function normalizeKey(field: string, raw: string): string {
   if (key.length === 0) throw invalidArgument(field, "must not be empty");
   if (Buffer.byteLength(key, "utf8") > maxKeyBytes) throw invalidArgument(field, `must be at most ${maxKeyBytes} bytes`);
   if (hasControlCharacter(key)) throw invalidArgument(field, "must not contain control characters");
-  if (key.startsWith("agent:") && agentIdOfKey(key) === undefined) {
+  if (key.startsWith("agent:") && agentIdFromKey(key) === undefined) {
     throw invalidArgument(field, "an agent-qualified key must have the form agent:<agentId>:<rest>");
   }
   return key;
@@ -67,7 +67,7 @@ export function normalizeKey(field: string, raw: string): string {
  * The agent id of a normalised agent-qualified key (`agent:<agentId>:<rest>`, every part non-empty), or
  * `undefined` for a bare key.
  */
-export function agentIdOfKey(key: string): string | undefined {
+export function agentIdFromKey(key: string): string | undefined {
   if (!key.startsWith("agent:")) return undefined;
   const second = key.indexOf(":", 6);
   if (second <= 6 || second === key.length - 1) return undefined;
@@ -76,12 +76,12 @@ export function agentIdOfKey(key: string): string | undefined {
 
 /** True when a normalised key is agent-qualified, and so may be a watcher. */
 export function isAgentQualified(key: string): boolean {
-  return agentIdOfKey(key) !== undefined;
+  return agentIdFromKey(key) !== undefined;
 }
 
 /** True for nested watchers (`agent:<id>:subagent:...`): their notices do not wake the session. */
 export function isNestedWatcher(key: string): boolean {
-  const agentId = agentIdOfKey(key);
+  const agentId = agentIdFromKey(key);
   return agentId !== undefined && key.startsWith("subagent:", 7 + agentId.length);
 }
 
@@ -108,7 +108,7 @@ export function normalizeAgentId(field: string, raw: string): string {
 export function resolveSessionId(field: string, rawKey: string, rawAgentId: string, namespace: string): SessionId {
   const key = normalizeKey(`${field}.key`, rawKey);
   const given = rawAgentId.trim() === "" ? undefined : normalizeAgentId(`${field}.agent_id`, rawAgentId);
-  const fromKey = agentIdOfKey(key);
+  const fromKey = agentIdFromKey(key);
   if (fromKey !== undefined) {
     if (given !== undefined && given !== fromKey) {
       throw invalidArgument(`${field}.agent_id`, `"${given}" does not match the key's agent "${fromKey}"`);
@@ -119,7 +119,17 @@ export function resolveSessionId(field: string, rawKey: string, rawAgentId: stri
 }
 
 /** The identity of an agent-qualified watcher key in `namespace`, or `undefined` for a bare key. */
-export function watcherIdOfKey(key: string, namespace: string): SessionId | undefined {
-  const agentId = agentIdOfKey(key);
+export function watcherIdFromKey(key: string, namespace: string): SessionId | undefined {
+  const agentId = agentIdFromKey(key);
   return agentId === undefined ? undefined : { namespace, agentId, key };
+}
+
+/**
+ * Where a page of sessions (or links) ordered by (agent id, key) starts, strictly after: a page of every
+ * agent continues after the last (agent id, key); a page of one agent continues after the last key only
+ * when that key was this agent's, and starts from the agent's first key otherwise.
+ */
+export function sessionPageStart(agentId: string | undefined, after: SessionId | undefined): { agentId: string; key: string } {
+  if (agentId === undefined) return { agentId: after?.agentId ?? "", key: after?.key ?? "" };
+  return { agentId, key: after !== undefined && after.agentId === agentId ? after.key : "" };
 }

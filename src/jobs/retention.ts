@@ -51,7 +51,8 @@ export class Retention {
   private stepRows: number;
 
   constructor(
-    private readonly store: Store,
+    /** What retention asks of the store: its steps, and that its background work keeps up between them. */
+    private readonly store: Pick<Store, "pruneStep" | "catchUpBackground">,
     private readonly clock: Clock,
     private readonly settings: RetentionSettings,
     private readonly log: Logger,
@@ -93,7 +94,7 @@ export class Retention {
     for (;;) {
       if (this.stopped) break;
       // The store's background work (SQLite's checkpoints) keeps up with the pass, however long it is.
-      await this.store.catchUpBackground?.(catchUpLimitMs);
+      await this.store.catchUpBackground(catchUpLimitMs);
       if (this.stopped) break;
       const startedMs = performance.now();
       const step = await this.store.pruneStep({ cutoffMs, maxEvents: this.settings.maxEvents, maxRowsPerStep: this.stepRows });

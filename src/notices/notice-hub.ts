@@ -1,13 +1,13 @@
 import { performance } from "node:perf_hooks";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import { ServiceError } from "../errors.js";
+import { StatusError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { CursorsRead, PairChange } from "../domain/records.js";
-import { pairKeyOf } from "../domain/write-rules.js";
+import { pairKey } from "../domain/cursor-rules.js";
 import { isPending } from "../domain/cursor-machine.js";
 import { noticeFromCursor, type Notice } from "../domain/notice.js";
-import { comparePairTo, positionOf, rangeIndexOf, watcherRangesOf, type PairPosition, type WatcherRange } from "../domain/pair-order.js";
+import { comparePairTo, positionFromPair, findRangeIndex, watcherRangesFromFilter, type PairPosition, type WatcherRange } from "../domain/pair-order.js";
 
 /** Which watchers a subscriber serves: in one namespace, exact keys and key prefixes, all normalised. */
 export interface NoticeFilter {
@@ -51,8 +51,8 @@ function watcherIn(namespace: string, watcherKey: string): string {
   return `${namespace}\u0000${watcherKey}`;
 }
 
-function pairKey(change: PairChange): string {
-  return pairKeyOf(change.watcherKey, change.target);
+function changeKey(change: PairChange): string {
+  return pairKey(change.watcherKey, change.target);
 }
 
 /**
@@ -97,7 +97,7 @@ class Subscription {
   private wake: (() => void) | undefined;
 
   constructor(readonly filter: NoticeFilter) {
-    this.ranges = watcherRangesOf(filter.watcherKeys, filter.prefixes);
+    this.ranges = watcherRangesFromFilter(filter.watcherKeys, filter.prefixes);
     this.backlogDone = this.ranges.length === 0;
   }
 
@@ -108,7 +108,7 @@ class Subscription {
   /** True when the pair comes at or before `point` in the scan's order. */
   private isUpTo(change: PairChange, point: ScanPoint | undefined): boolean {
     if (point === undefined) return false;
-    const range = rangeIndexOf(this.ranges, change.watcherKey);
+    const range = findRangeIndex(this.ranges, change.watcherKey);
     // A key no range holds (a prefix followed by the highest code point and more) is never scanned: live only.
     if (range < 0 || range < point.range) return true;
     if (range > point.range) return false;
@@ -122,7 +122,7 @@ class Subscription {
 
   /** The change number of the read that covered the pair, while that read is ahead of the feed. */
   private coveringRead(change: PairChange): number | undefined {
-    const ahead = this.ahead.get(pairKey(change));
+    const ahead = this.ahead.get(changeKey(change));
     if (ahead !== undefined) return ahead;
     if (this.isUpTo(change, this.droppedEnd)) return undefined;
     return this.pageMarks.find((mark) => this.isUpTo(change, mark.end))?.through;
@@ -134,7 +134,7 @@ class Subscription {
       // The scan has not reached the pair: its page, once read, holds this change, unless the read is
       // out now and may have been answered before it (settled in `pageRead`).
       if (this.heardDuringRead !== undefined) {
-        const key = pairKey(change);
+        const key = changeKey(change);
         const earlier = this.heardDuringRead.get(key);
         if (earlier === undefined || earlier.changeNumber < changeNumber) this.heardDuringRead.set(key, { change, changeNumber });
       }
@@ -142,12 +142,12 @@ class Subscription {
     }
     const through = this.coveringRead(change);
     if (through !== undefined && changeNumber <= through) return;
-    this.ahead.delete(pairKey(change));
+    this.ahead.delete(changeKey(change));
     this.markDirty(change);
   }
 
   private markDirty(change: PairChange): void {
-    const key = pairKey(change);
+    const key = changeKey(change);
     this.dirty.set(key, change);
     if (!this.markedAt.has(key)) this.markedAt.set(key, performance.now());
     this.wakeUp();
@@ -171,7 +171,7 @@ class Subscription {
 
   /** Remembers that a notice was sent from a read reflecting `through`, while the feed has not passed it. */
   sentFrom(change: PairChange, through: number, heardThrough: number): void {
-    if (through > heardThrough) this.ahead.set(pairKey(change), through);
+    if (through > heardThrough) this.ahead.set(changeKey(change), through);
   }
 
   /** Forgets what the feed has passed: no change numbered that low can be heard any more. */
@@ -198,7 +198,7 @@ class Subscription {
     const range = scanned === undefined ? 0 : scanned.last === "all" ? scanned.range + 1 : scanned.range;
     const last = read.cursors.at(-1);
     // A short page read its range to the end.
-    const point: ScanPoint = read.cursors.length < limit || last === undefined ? { range, last: "all" } : { range, last: positionOf(last.watcherKey, last.target) };
+    const point: ScanPoint = read.cursors.length < limit || last === undefined ? { range, last: "all" } : { range, last: positionFromPair(last.watcherKey, last.target) };
     this.scanned = point;
     this.backlogDone = point.last === "all" && range === this.ranges.length - 1;
     // Reads come one after another, so their numbers never go down: a page the feed has passed is not
@@ -323,7 +323,7 @@ export class NoticeHub {
       let pendingDelivered = 0;
       let synced = false;
       while (!signal.aborted) {
-        if (sub.gap) throw new ServiceError("UNAVAILABLE", "this server may have missed changes of pending notices; subscribe again");
+        if (sub.gap) throw new StatusError("UNAVAILABLE", "this server may have missed changes of pending notices; subscribe again");
         sub.forgetHeard(this.store.changesHeardThrough());
         if (sub.dirty.size > 0) {
           for await (const notice of this.sendDirty(sub, signal)) {
@@ -368,10 +368,10 @@ export class NoticeHub {
     const batch = sub.takeDirty(noticePageSize);
     const read = await this.store.getCursors(batch);
     const heardThrough = this.store.changesHeardThrough();
-    const cursors = new Map(read.cursors.map((cursor) => [pairKey(cursor), cursor]));
+    const cursors = new Map(read.cursors.map((cursor) => [changeKey(cursor), cursor]));
     for (const change of batch) {
       if (signal.aborted) return;
-      const key = pairKey(change);
+      const key = changeKey(change);
       if (sub.dirty.has(key)) continue;
       const markedAt = sub.markedAt.get(key);
       sub.markedAt.delete(key);

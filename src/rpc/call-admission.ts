@@ -39,7 +39,7 @@ export function admitCall(
 ): AdmittedCall | { status: Status } {
   const auth = authenticateCall(metadata, authenticate);
   if ("status" in auth) return auth;
-  const scope = isPublic ? { namespace: defaultNamespace } : namespaceOfCall(metadata, auth.principal);
+  const scope = isPublic ? { namespace: defaultNamespace } : namespaceFromCall(metadata, auth.principal);
   if ("status" in scope) return scope;
   const decoded = decodeRequest(method, requestBytes);
   if ("status" in decoded) return decoded;
@@ -63,7 +63,7 @@ function authenticateCall(metadata: Metadata, authenticate: Authenticate | undef
  * The namespace of a call, or a refusal: absent is `default`; a malformed one is INVALID_ARGUMENT; one
  * outside the principal's namespaces is PERMISSION_DENIED (admins may use any).
  */
-function namespaceOfCall(metadata: Metadata, principal: Principal | undefined): { namespace: string } | { status: Status } {
+function namespaceFromCall(metadata: Metadata, principal: Principal | undefined): { namespace: string } | { status: Status } {
   const values = metadata.get(namespaceHeader);
   const raw = values[0];
   if (values.length > 1 || (raw !== undefined && typeof raw !== "string")) {

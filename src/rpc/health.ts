@@ -4,7 +4,7 @@ import {
   HealthCheckResponse_ServingStatus as ServingStatus,
   type HealthCheckResponse,
 } from "../../gen/grpc/health/v1/health_pb.js";
-import { ServiceError } from "../errors.js";
+import { StatusError } from "../errors.js";
 import type { ServiceHandlers } from "./service-adapter.js";
 
 /**
@@ -37,7 +37,7 @@ export class HealthState {
     return {
       check: async (request) => {
         const status = this.statusOf(request.service);
-        if (status === undefined) throw new ServiceError("NOT_FOUND", `service: unknown service "${request.service}"`);
+        if (status === undefined) throw new StatusError("NOT_FOUND", `service: unknown service "${request.service}"`);
         return { status };
       },
       list: async () => {

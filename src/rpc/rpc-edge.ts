@@ -10,7 +10,8 @@ import type { Server, status as GrpcStatus, UntypedServiceImplementation } from 
 import type { Logger } from "../logger.js";
 import { notServing, shuttingDown, type Authenticate } from "./call-admission.js";
 import { OpenStreams, type StreamLimits } from "./open-streams.js";
-import { serverStreamCall, type CallGate } from "./server-streams.js";
+import type { CallGate } from "./call-gate.js";
+import { serverStreamCall } from "./server-streams.js";
 import { grpcServiceDefinition, methodPath, type ServerStreamHandler, type ServiceHandlers, type UnaryHandler } from "./service-adapter.js";
 import { UnaryCalls } from "./unary-calls.js";
 

@@ -5,29 +5,14 @@
  * throws, and early (its iterator returned, so its `finally` blocks run) when the client cancels, the
  * deadline passes or the server ends the stream.
  */
-import { create, toBinary, type DescMessage, type DescMethod, type MessageInitShape } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, MessageInitShape } from "@bufbuild/protobuf";
 import { status as GrpcStatus, type ServerWritableStream } from "@grpc/grpc-js";
-import type { Logger } from "../logger.js";
-import { WireMessage } from "../codec/wire-message.js";
+import type { WireMessage } from "../codec/wire-message.js";
+import { encodeResponse, type CallGate } from "./call-gate.js";
 import { admitCall, type Authenticate, type Status } from "./call-admission.js";
 import type { OpenStreams } from "./open-streams.js";
 import { methodPath, type CallContext, type ServerStreamHandler } from "./service-adapter.js";
 import { statusFromError } from "./status-from-error.js";
-
-/** What a call wrapper asks of the edge: whether calls are taken now, and where to report a call's end. */
-export interface CallGate {
-  /** The status to refuse a call with now (shutting down, not serving), or undefined to take it. */
-  refusal(isPublic: boolean): Status | undefined;
-  /** Called when a call ends, with its gRPC status code and duration. */
-  observe?: ((method: string, code: GrpcStatus, seconds: number) => void) | undefined;
-  log: Logger;
-}
-
-/** A response's bytes: a message is encoded, a `WireMessage` is already in wire form. */
-export function encodeResponse<O extends DescMessage>(schema: O, message: MessageInitShape<O> | WireMessage<O>): Buffer {
-  const bytes = message instanceof WireMessage ? message.bytes : toBinary(schema, create(schema, message));
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
 
 /** A grpc-js handler for a server-streaming method. */
 export function serverStreamCall(

@@ -20,7 +20,7 @@ export interface CallContext {
 }
 
 /**
- * A unary handler: returns the response (as a message, or already encoded), or throws (a `ServiceError`
+ * A unary handler: returns the response (as a message, or already encoded), or throws (a `StatusError`
  * for expected refusals).
  */
 export type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
@@ -31,7 +31,7 @@ export type UnaryHandler<I extends DescMessage, O extends DescMessage> = (
 /**
  * A server-streaming handler: the responses, as an async iterable (an `async function*` in practice). Each
  * is written when the transport can take it, so the handler's pace follows the client's. The stream ends
- * with OK when they end, with the error's status when the iteration throws (a `ServiceError` for expected
+ * with OK when they end, with the error's status when the iteration throws (a `StatusError` for expected
  * refusals), and early, with the iterator returned, when `context.signal` aborts.
  */
 export type ServerStreamHandler<I extends DescMessage, O extends DescMessage> = (

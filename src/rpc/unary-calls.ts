@@ -6,7 +6,7 @@ import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import { status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from "@grpc/grpc-js";
 import type { Principal } from "../domain/principal.js";
 import { admitCall, shuttingDown, type Authenticate, type Status } from "./call-admission.js";
-import { encodeResponse, type CallGate } from "./server-streams.js";
+import { encodeResponse, type CallGate } from "./call-gate.js";
 import { methodPath, type CallContext, type UnaryHandler } from "./service-adapter.js";
 import { statusFromError } from "./status-from-error.js";
 

@@ -68,8 +68,8 @@ export function appendInputFromRequest(request: AppendRequest, nowMs: number, na
     session,
     kind,
     actorType,
-    summary: summaryOf(request.summary),
-    occurredAtMs: eventTimeOf(request.occurredAt, nowMs),
+    summary: summaryFromRequest(request.summary),
+    occurredAtMs: eventTimeFromTimestamp(request.occurredAt, nowMs),
     payload,
     notifyWatcherKeys: [...notifyWatcherKeys],
     onlyIfWatched: request.onlyIfWatched,
@@ -84,7 +84,7 @@ export function appendInputFromRequest(request: AppendRequest, nowMs: number, na
 }
 
 /** A one-line summary of 1-200 characters; INVALID_ARGUMENT otherwise (never truncated). */
-function summaryOf(summary: string): string {
+function summaryFromRequest(summary: string): string {
   if (summary.trim() === "") throw invalidArgument("summary", "is required (one line, 1-200 characters)");
   if (hasControlCharacter(summary)) throw invalidArgument("summary", "must be one line without control characters");
   const chars = [...summary].length;
@@ -107,7 +107,7 @@ export function optionalText(field: string, value: string, maxBytes: number): st
  * A caller-supplied time in ms: now when absent, otherwise clamped into [now - 24 h, now].
  * INVALID_ARGUMENT naming `field` when its nanos are out of range.
  */
-export function eventTimeOf(occurredAt: Timestamp | undefined, nowMs: number, field = "occurred_at"): number {
+export function eventTimeFromTimestamp(occurredAt: Timestamp | undefined, nowMs: number, field = "occurred_at"): number {
   if (occurredAt === undefined) return nowMs;
   if (occurredAt.nanos < 0 || occurredAt.nanos > 999_999_999) {
     throw invalidArgument(`${field}.nanos`, "must be between 0 and 999999999");

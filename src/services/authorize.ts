@@ -1,11 +1,11 @@
-import { ServiceError } from "../errors.js";
+import { StatusError } from "../errors.js";
 import type { Principal } from "../domain/principal.js";
-import { agentIdOfKey, defaultAgentId, normalizeAgentId, type SessionId } from "../domain/session-key.js";
-import { decodePageToken, pageSizeOf } from "./page-token.js";
+import { agentIdFromKey, defaultAgentId, normalizeAgentId, type SessionId } from "../domain/session-key.js";
+import { decodePageToken, pageSizeFromRequest } from "./page-token.js";
 import type { CallContext } from "../rpc/service-adapter.js";
 
 function deny(what: string, principal: Principal): never {
-  throw new ServiceError("PERMISSION_DENIED", `${what} is outside the scope of token "${principal.name}"`);
+  throw new StatusError("PERMISSION_DENIED", `${what} is outside the scope of token "${principal.name}"`);
 }
 
 /** Refuses unless the caller may act for every agent in `agentIds` (always true with auth off or for admins). */
@@ -17,7 +17,7 @@ export function authorizeAgents(context: CallContext, agentIds: Iterable<string>
 
 /** Refuses unless the caller may act for the agent a key belongs to (bare keys belong to `main`). */
 export function authorizeKeys(context: CallContext, keys: Iterable<string>): void {
-  authorizeAgents(context, [...keys].map((key) => agentIdOfKey(key) ?? defaultAgentId));
+  authorizeAgents(context, [...keys].map((key) => agentIdFromKey(key) ?? defaultAgentId));
 }
 
 /**
@@ -28,7 +28,7 @@ export function authorizePrefixes(context: CallContext, prefixes: Iterable<strin
   const principal = context.principal;
   if (principal === undefined || principal.admin) return;
   for (const prefix of prefixes) {
-    const agentId = agentIdOfKey(`${prefix}x`);
+    const agentId = agentIdFromKey(`${prefix}x`);
     if (agentId === undefined || !principal.agents.has(agentId)) deny(`watcher prefix "${prefix}"`, principal);
   }
 }
@@ -37,7 +37,7 @@ export function authorizePrefixes(context: CallContext, prefixes: Iterable<strin
  * Reads the paging request of a listing by agent (ListSessions, ListUpstreamLinks): an agent filter needs
  * that agent's scope, no filter needs admin. Returns the filter, page size and position after which to start.
  */
-export function agentPageOf(
+export function agentPageFromRequest(
   context: CallContext,
   request: { agentId: string; pageSize: number; pageToken: string },
   what: string,
@@ -45,7 +45,7 @@ export function agentPageOf(
   const agentId = request.agentId.trim() === "" ? undefined : normalizeAgentId("agent_id", request.agentId);
   if (agentId === undefined) requireAdmin(context, `${what} across agents`);
   else authorizeAgents(context, [agentId]);
-  const limit = pageSizeOf("page_size", request.pageSize);
+  const limit = pageSizeFromRequest("page_size", request.pageSize);
   const position = decodePageToken("page_token", request.pageToken, 2);
   const after = position === undefined ? undefined : { namespace: context.namespace, agentId: position[0]!, key: position[1]! };
   return { agentId, limit, after };

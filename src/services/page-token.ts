@@ -28,16 +28,16 @@ export function decodePageToken(field: string, token: string, arity: number): st
 
 /**
  * Cuts one page from `rows`, which the caller fetched with `limit + 1` so that an extra row says another
- * page exists; the token names the page's last row by `positionOf`.
+ * page exists; the token names the page's last row by `positionFromPair`.
  */
-export function paginate<T>(rows: readonly T[], limit: number, positionOf: (row: T) => readonly string[]): { page: T[]; nextPageToken: string } {
+export function paginate<T>(rows: readonly T[], limit: number, positionFromPair: (row: T) => readonly string[]): { page: T[]; nextPageToken: string } {
   const page = rows.slice(0, limit);
   const last = page.at(-1);
-  return { page, nextPageToken: rows.length > limit && last !== undefined ? encodePageToken(positionOf(last)) : "" };
+  return { page, nextPageToken: rows.length > limit && last !== undefined ? encodePageToken(positionFromPair(last)) : "" };
 }
 
 /** The page size asked for: 0 means the default, above the maximum is clamped, negative is INVALID_ARGUMENT. */
-export function pageSizeOf(field: string, requested: number): number {
+export function pageSizeFromRequest(field: string, requested: number): number {
   if (requested < 0) throw invalidArgument(field, "must not be negative");
   return requested === 0 ? defaultPageSize : Math.min(requested, maxPageSize);
 }

@@ -1,9 +1,9 @@
 import type { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { ServiceError, invalidArgument } from "../errors.js";
+import { StatusError, invalidArgument } from "../errors.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Store } from "../store/store.js";
-import { agentPageOf, authorizeAgents } from "./authorize.js";
+import { agentPageFromRequest, authorizeAgents } from "./authorize.js";
 import { sessionStatusResponse } from "../codec/response-codec.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { paginate } from "./page-token.js";
@@ -25,9 +25,8 @@ export interface ReconcileDeps {
 
 /** The Reconcile service: read-only, never moves a cursor. */
 export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: ReconcileDeps): ServiceHandlers<(typeof Reconcile)["method"]> {
-  const stampOf = store.statusStamp?.bind(store);
   const cache =
-    stampOf !== undefined && statusCacheBytes > 0 ? new StatusAnswerCache(statusCacheBytes, stampOf, store.statusStampsCurrent?.bind(store)) : undefined;
+    statusCacheBytes > 0 ? new StatusAnswerCache(statusCacheBytes, store.statusStamp.bind(store), store.statusStampsCurrent.bind(store)) : undefined;
   return {
     sessionStatus: async (request, context) => {
       const session = sessionIdFromRef("session", request.session, context.namespace);
@@ -36,7 +35,7 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
       const limit = request.limit === 0 ? maxStatusEvents : Math.min(request.limit, maxStatusEvents);
       const since = request.changesSince;
       if (since !== undefined && since < 0n) {
-        throw new ServiceError("INVALID_ARGUMENT", "changesSince must be a non-negative integer");
+        throw new StatusError("INVALID_ARGUMENT", "changesSince must be a non-negative integer");
       }
       // Versions are far below 2^53; anything larger is simply past the head.
       const sinceNumber = since === undefined ? undefined : since > BigInt(Number.MAX_SAFE_INTEGER) ? Infinity : Number(since);
@@ -47,7 +46,7 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
       }
       const status = await store.sessionStatus(session, sinceNumber, limit);
       if (since !== undefined && status.changes === undefined) {
-        throw new ServiceError(
+        throw new StatusError(
           "OUT_OF_RANGE",
           `changes_since ${since} is above the session's state version ${status.stateVersion}`,
         );
@@ -58,7 +57,7 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
       return answer;
     },
     listSessions: async (request, context) => {
-      const { agentId, limit, after } = agentPageOf(context, request, "ListSessions");
+      const { agentId, limit, after } = agentPageFromRequest(context, request, "ListSessions");
       const heads = await store.listSessions({ namespace: context.namespace, agentId, after, limit: limit + 1 });
       const { page, nextPageToken } = paginate(heads, limit, (head) => [head.session.agentId, head.session.key]);
       return {

@@ -1,14 +1,13 @@
 import type { AppendRequest, SignalLog } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import type { Clock } from "../clock.js";
 import { normalizeKey } from "../domain/session-key.js";
-import type { ServiceHandlers } from "../rpc/service-adapter.js";
+import type { ServiceHandlers, CallContext } from "../rpc/service-adapter.js";
 import type { Retention } from "../jobs/retention.js";
 import type { Store } from "../store/store.js";
 import type { AppendOutcome } from "../domain/records.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { CallContext } from "../rpc/service-adapter.js";
-import { statusFromError } from "../rpc/status-from-error.js";
+import { refusalFromError } from "../refusals.js";
 import { invalidArgument } from "../errors.js";
 import { appendInputFromRequest } from "./append-request.js";
 import { authorizeAgents, authorizeKeys, requireAdmin } from "./authorize.js";
@@ -54,8 +53,9 @@ export function signalLogHandlers({ store, clock, retention, metrics, log }: Sig
       const results = await Promise.all(
         request.appends.map((append, i) =>
           appendOne(append, context).catch((err: unknown) => {
-            const status = statusFromError(err, log, context.method);
-            return { code: status.code, message: `appends[${i}]: ${status.details}` };
+            const refusal = refusalFromError(err);
+            if (refusal.log !== undefined) log[refusal.log.level]({ err, method: context.method }, refusal.log.what);
+            return { code: refusal.code, message: `appends[${i}]: ${refusal.message}` };
           }),
         ),
       );

@@ -27,12 +27,12 @@ export class StatusAnswerCache {
 
   /**
    * `maxBytes` 0 keeps nothing; `stampOf` is the store's Store.statusStamp: it must change on every write
-   * that may change a session's answer; `stampsCurrent`, the store's Store.statusStampsCurrent if it has one.
+   * that may change a session's answer; `stampsCurrent`, the store's Store.statusStampsCurrent.
    */
   constructor(
     private readonly maxBytes: number,
     private readonly stampOf: (session: SessionId) => number,
-    private readonly stampsCurrent?: () => Promise<void>,
+    private readonly stampsCurrent: () => Promise<void> | undefined = () => undefined,
   ) {}
 
   /**
@@ -42,10 +42,13 @@ export class StatusAnswerCache {
   async lookup(session: SessionId, changesSince: number | undefined, limit: number): Promise<Lookup> {
     const key = StatusAnswerCache.keyOf(session, changesSince, limit);
     let stamp = this.stampOf(session);
-    if (this.stampsCurrent !== undefined && this.entries.get(key)?.stamp === stamp) {
+    if (this.entries.get(key)?.stamp === stamp) {
       // An answer is held for this stamp: it is served only if no write the stamps have not heard of yet changed it.
-      await this.stampsCurrent();
-      stamp = this.stampOf(session);
+      const hearing = this.stampsCurrent();
+      if (hearing !== undefined) {
+        await hearing;
+        stamp = this.stampOf(session);
+      }
     }
     const answer = this.get(key, stamp);
     return answer !== undefined ? { answer } : { remember: (read) => this.put(key, stamp, read) };

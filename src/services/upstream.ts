@@ -3,7 +3,7 @@ import { StateEventSchema } from "../../gen/sessionstate/v1/types_pb.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { RemoteItemKind, type AdoptRequest, type Upstream, type UpstreamLinkSchema } from "../../gen/sessionstate/v1/upstream_pb.js";
 import type { Clock } from "../clock.js";
-import { ServiceError, invalidArgument } from "../errors.js";
+import { StatusError, invalidArgument } from "../errors.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Store } from "../store/store.js";
 import type { AppendInput, LinkRecord } from "../domain/records.js";
@@ -11,11 +11,12 @@ import type { SessionId } from "../domain/session-key.js";
 import type { StoredEvent } from "../domain/event.js";
 import { normalizeUserText, type SessionActivity } from "../upstream/session-activity.js";
 import { resolveTranscriptPath } from "../upstream/transcript-path.js";
-import { classifierForCatalog, knownCatalogIds } from "../upstream/transcript-catalogs.js";
-import { fileSourcePrefix, nodeSourcePrefix } from "../domain/write-plans.js";
-import { maxRemoteItems, type RemoteItem, type UpstreamMonitor } from "../upstream/upstream-monitor.js";
-import { eventTimeOf, optionalText } from "./append-request.js";
-import { agentPageOf, authorizeAgents, requireAdmin } from "./authorize.js";
+import { classifierForCatalog, knownCatalogIds, readFirstRow } from "../upstream/transcript-catalogs.js";
+import { linkSourceToText, type LinkSource } from "../domain/upstream-link.js";
+import type { UpstreamMonitor } from "../upstream/upstream-monitor.js";
+import { maxRemoteItems, reportRemoteItems, type RemoteItem } from "../upstream/remote-report.js";
+import { eventTimeFromTimestamp, optionalText } from "./append-request.js";
+import { agentPageFromRequest, authorizeAgents, requireAdmin } from "./authorize.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { paginate } from "./page-token.js";
 
@@ -30,10 +31,14 @@ export interface UpstreamDeps {
   clock: Clock;
   /** Real path of the transcript root; undefined when local adoption is off. */
   transcriptRoot: string | undefined;
+  /** Longest transcript line read whole (a transcript's first row is read at adoption). */
+  maxLineBytes: number;
+  /** Text prefixes of rows no person typed (a paired node's items are classified here). */
+  syntheticPrefixes: readonly string[];
 }
 
 /** A stored event as a StateEvent message, decoded from the bytes stored with it (the one StateEvent encoder). */
-function eventMessageOf(event: StoredEvent) {
+function eventMessageFromStored(event: StoredEvent) {
   return fromBinary(StateEventSchema, event.wire);
 }
 
@@ -43,7 +48,7 @@ function linkToProto(link: LinkRecord): MessageInitShape<typeof UpstreamLinkSche
     catalogId: link.catalogId,
     hostId: link.hostId,
     threadId: link.threadId,
-    source: link.source,
+    source: linkSourceToText(link.source),
     marker: link.marker,
     missedChecks: link.missedChecks,
     lastScannedAt: link.lastScannedAtMs === undefined ? undefined : timestampFromMs(link.lastScannedAtMs),
@@ -59,20 +64,14 @@ const remoteKinds = new Map<RemoteItemKind, RemoteItem["kind"]>([
   [RemoteItemKind.OTHER, "other"],
 ]);
 
-/** The Upstream service: adoption, run activity, self-echo texts, paired-node pages and the monitor. */
 /** Where an adopted session lives: its link source and starting marker, or why the link was declined. */
-interface AdoptionSource {
-  source: string;
-  /** Absent when the link is declined. */
-  marker?: string | undefined;
-  declined?: string | undefined;
-}
+type AdoptionSource = { source: LinkSource; marker: string } | { declined: string };
 
 /** The source of an adoption: a local transcript under the root, or a paired node's thread. */
 async function adoptionSource(
   source: AdoptRequest["source"],
   catalogId: string,
-  deps: Pick<UpstreamDeps, "transcriptRoot" | "monitor">,
+  deps: Pick<UpstreamDeps, "transcriptRoot" | "maxLineBytes">,
 ): Promise<AdoptionSource> {
   switch (source.case) {
     case "localTranscript":
@@ -81,9 +80,7 @@ async function adoptionSource(
       const nodeId = optionalText("paired_node.node_id", source.value.nodeId, 256);
       if (nodeId === undefined) throw invalidArgument("paired_node.node_id", "is required");
       const newest = optionalText("paired_node.newest_item_uuid", source.value.newestItemUuid, 256);
-      return newest === undefined
-        ? { source: `${nodeSourcePrefix}${nodeId}`, declined: "the thread's newest item has no uuid" }
-        : { source: `${nodeSourcePrefix}${nodeId}`, marker: newest };
+      return newest === undefined ? { declined: "the thread's newest item has no uuid" } : { source: { kind: "paired-node", nodeId }, marker: newest };
     }
     case undefined:
       throw invalidArgument("source", "is required (local_transcript or paired_node)");
@@ -102,10 +99,10 @@ async function adoptionSource(
 async function localTranscriptSource(
   path: string,
   catalogId: string,
-  { transcriptRoot, monitor }: Pick<UpstreamDeps, "transcriptRoot" | "monitor">,
+  { transcriptRoot, maxLineBytes }: Pick<UpstreamDeps, "transcriptRoot" | "maxLineBytes">,
 ): Promise<AdoptionSource> {
   if (transcriptRoot === undefined) {
-    throw new ServiceError("FAILED_PRECONDITION", "local_transcript: local adoption is off; set --transcript-root (SESSIONSTATE_TRANSCRIPT_ROOT) to enable it");
+    throw new StatusError("FAILED_PRECONDITION", "local_transcript: local adoption is off; set --transcript-root (SESSIONSTATE_TRANSCRIPT_ROOT) to enable it");
   }
   // Each catalog writes its transcripts its own way: never read one with another's rules.
   const classifier = classifierForCatalog(catalogId);
@@ -113,14 +110,14 @@ async function localTranscriptSource(
     throw invalidArgument("catalog_id", `has no transcript classifier for local transcripts: ${JSON.stringify(catalogId)} (known: ${knownCatalogIds.join(", ")})`);
   }
   const target = await resolveTranscriptPath(transcriptRoot, path);
-  if ("declined" in target) return { source: "", declined: target.declined };
-  const refused = classifier.declineReason?.(await monitor.firstRowOf(target.path));
-  if (refused !== undefined) return { source: "", declined: refused };
-  return { source: `${fileSourcePrefix}${target.path}`, marker: String(target.sizeBytes) };
+  if ("declined" in target) return { declined: target.declined };
+  const refused = classifier.declineReason?.(await readFirstRow(target.path, maxLineBytes));
+  if (refused !== undefined) return { declined: refused };
+  return { source: { kind: "transcript", path: target.path }, marker: String(target.sizeBytes) };
 }
 
 /** The `adopted` event: one per session (its dedupe key), by a person, naming the catalog and host. */
-function adoptedEventOf(session: SessionId, catalogId: string, hostId: string, nowMs: number): AppendInput {
+function adoptedEventFromAdoption(session: SessionId, catalogId: string, hostId: string, nowMs: number): AppendInput {
   return {
     session,
     kind: "adopted",
@@ -135,7 +132,9 @@ function adoptedEventOf(session: SessionId, catalogId: string, hostId: string, n
   };
 }
 
-export function upstreamHandlers({ store, monitor, activity, clock, transcriptRoot }: UpstreamDeps): ServiceHandlers<(typeof Upstream)["method"]> {
+/** The Upstream service: adoption, run activity, self-echo texts, paired-node pages and the monitor. */
+export function upstreamHandlers(deps: UpstreamDeps): ServiceHandlers<(typeof Upstream)["method"]> {
+  const { store, monitor, activity, clock } = deps;
   return {
     adopt: async (request, context) => {
       const session = sessionIdFromRef("session", request.session, context.namespace);
@@ -145,15 +144,15 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
       const hostId = optionalText("host_id", request.hostId, 128) ?? "";
       const threadId = optionalText("thread_id", request.threadId, 256) ?? "";
       const nowMs = clock.nowMs();
-      const { source, marker, declined } = await adoptionSource(request.source, catalogId, { transcriptRoot, monitor });
+      const where = await adoptionSource(request.source, catalogId, deps);
       const adopted = await store.adopt({
-        adoptedEvent: adoptedEventOf(session, catalogId, hostId, nowMs),
-        ...(marker === undefined ? {} : { link: { session, catalogId, hostId, threadId, source, marker, updatedAtMs: nowMs } }),
+        adoptedEvent: adoptedEventFromAdoption(session, catalogId, hostId, nowMs),
+        ...("declined" in where ? {} : { link: { session, catalogId, hostId, threadId, source: where.source, marker: where.marker, updatedAtMs: nowMs } }),
       });
       return {
-        event: eventMessageOf(adopted.event),
+        event: eventMessageFromStored(adopted.event),
         linked: adopted.link !== undefined,
-        reason: declined ?? "",
+        reason: "declined" in where ? where.declined : "",
         link: adopted.link === undefined ? undefined : linkToProto(adopted.link),
       };
     },
@@ -182,14 +181,25 @@ export function upstreamHandlers({ store, monitor, activity, clock, transcriptRo
         const uuid = item.uuid.trim();
         if (Buffer.byteLength(uuid, "utf8") > 256) throw invalidArgument(`items[${i}].uuid`, "must be at most 256 bytes");
         const remote: RemoteItem = { uuid, kind, text: item.text };
-        if (item.occurredAt !== undefined) remote.occurredAtMs = eventTimeOf(item.occurredAt, nowMs, `items[${i}].occurred_at`);
+        if (item.occurredAt !== undefined) remote.occurredAtMs = eventTimeFromTimestamp(item.occurredAt, nowMs, `items[${i}].occurred_at`);
         return remote;
       });
-      const result = await monitor.reportRemoteItems(session, items);
-      return { humanTurns: result.humanTurns, event: result.event === undefined ? undefined : eventMessageOf(result.event) };
+      const result = await reportRemoteItems({ store, activity, clock, syntheticPrefixes: deps.syntheticPrefixes }, session, items);
+      switch (result.outcome) {
+        case "no-paired-node-link":
+          throw new StatusError("FAILED_PRECONDITION", "session: has no paired-node upstream link (adopt it with paired_node first)");
+        case "link-changed":
+          throw new StatusError("UNAVAILABLE", "the upstream link changed during the report; retry");
+        case "recorded":
+          return { humanTurns: result.humanTurns, event: result.event === undefined ? undefined : eventMessageFromStored(result.event) };
+        default: {
+          const never: never = result;
+          throw new Error(`unknown report outcome ${String(never)}`);
+        }
+      }
     },
     listUpstreamLinks: async (request, context) => {
-      const { agentId, limit, after } = agentPageOf(context, request, "ListUpstreamLinks");
+      const { agentId, limit, after } = agentPageFromRequest(context, request, "ListUpstreamLinks");
       const links = await store.listLinks({ namespace: context.namespace, agentId, after, limit: limit + 1 });
       const { page, nextPageToken } = paginate(links, limit, (link) => [link.session.agentId, link.session.key]);
       return { links: page.map(linkToProto), nextPageToken };

@@ -11,7 +11,7 @@ import { EventKind as ProtoEventKind, WatchProvenance as ProtoWatchProvenance } 
 import type { Metrics } from "../metrics.js";
 import { authorizeAgents, authorizeKeys, authorizePrefixes, requireAdmin } from "./authorize.js";
 import { kindFromProto, provenanceFromProto, sessionIdFromRef } from "./convert.js";
-import { decodePageToken, pageSizeOf, paginate } from "./page-token.js";
+import { decodePageToken, pageSizeFromRequest, paginate } from "./page-token.js";
 import { ackResponse, listWatchesResponse, noticeResponse, syncedResponse, watchResponse } from "../codec/response-codec.js";
 
 /** Most watcher keys plus prefixes one subscription may name. */
@@ -28,26 +28,26 @@ export interface WatchDeps {
 }
 
 /** A watcher key that must be agent-qualified (subscriptions, acks). */
-function watcherKeyOf(field: string, raw: string): string {
+function watcherKeyFromField(field: string, raw: string): string {
   const key = normalizeKey(field, raw);
   if (!isAgentQualified(key)) throw invalidArgument(field, "must be an agent-qualified key (agent:<agentId>:<rest>); bare keys never watch");
   return key;
 }
 
 /** A version field that must be a non-negative int64. */
-function versionOf(field: string, value: bigint): number {
+function versionFromField(field: string, value: bigint): number {
   if (value < 0n) throw invalidArgument(field, "must be a non-negative integer");
   return value > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(value);
 }
 
-function filterOf(namespace: string, watcherSessionKeys: readonly string[], watcherKeyPrefixes: readonly string[]): NoticeFilter {
+function noticeFilterFromRequest(namespace: string, watcherSessionKeys: readonly string[], watcherKeyPrefixes: readonly string[]): NoticeFilter {
   if (watcherSessionKeys.length === 0 && watcherKeyPrefixes.length === 0) {
     throw invalidArgument("watcher_session_keys", "name at least one watcher key or watcher_key_prefixes entry");
   }
   if (watcherSessionKeys.length + watcherKeyPrefixes.length > maxSubscriptionFilters) {
     throw invalidArgument("watcher_session_keys", `at most ${maxSubscriptionFilters} keys and prefixes together`);
   }
-  const watcherKeys = [...new Set(watcherSessionKeys.map((raw, i) => watcherKeyOf(`watcher_session_keys[${i}]`, raw)))];
+  const watcherKeys = [...new Set(watcherSessionKeys.map((raw, i) => watcherKeyFromField(`watcher_session_keys[${i}]`, raw)))];
   const prefixes = [
     ...new Set(
       watcherKeyPrefixes.map((raw, i) => {
@@ -67,7 +67,7 @@ function filterOf(namespace: string, watcherSessionKeys: readonly string[], watc
  * What a WatchRequest asks for: its provenance (unspecified is explicit) and extra material kinds (explicit
  * watches only; each one of run_completed, run_failed, compacted; kept in their canonical order, once each).
  */
-function watchRequestOf(provenance: ProtoWatchProvenance, kinds: readonly ProtoEventKind[]): WatchRequest {
+function watchRequestFromProto(provenance: ProtoWatchProvenance, kinds: readonly ProtoEventKind[]): WatchRequest {
   const wanted = provenance === ProtoWatchProvenance.UNSPECIFIED ? "explicit" : provenanceFromProto("provenance", provenance);
   const named = new Set<ExtraMaterialKind>();
   kinds.forEach((value, i) => {
@@ -89,7 +89,7 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
     watch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
       const target = sessionIdFromRef("target", request.target, context.namespace);
-      const wanted = watchRequestOf(request.provenance, request.extraMaterialKinds);
+      const wanted = watchRequestFromProto(request.provenance, request.extraMaterialKinds);
       authorizeKeys(context, [watcherKey]);
       authorizeAgents(context, [target.agentId]);
       if (!isAgentQualified(watcherKey)) {
@@ -112,7 +112,7 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
       if (watcherKey === undefined && target === undefined) requireAdmin(context, "ListWatches without a watcher or target");
       if (watcherKey !== undefined) authorizeKeys(context, [watcherKey]);
       if (target !== undefined) authorizeAgents(context, [target.agentId]);
-      const limit = pageSizeOf("page_size", request.pageSize);
+      const limit = pageSizeFromRequest("page_size", request.pageSize);
       const position = decodePageToken("page_token", request.pageToken, 3);
       const after = position === undefined ? undefined : ([position[0]!, position[1]!, position[2]!] as const);
       const provenance = request.provenance === ProtoWatchProvenance.UNSPECIFIED ? undefined : provenanceFromProto("provenance", request.provenance);
@@ -128,7 +128,7 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
       return listWatchesResponse(page, nextPageToken);
     },
     subscribeStaleNotices: async function* (request, context) {
-      const filter = filterOf(context.namespace, request.watcherSessionKeys, request.watcherKeyPrefixes);
+      const filter = noticeFilterFromRequest(context.namespace, request.watcherSessionKeys, request.watcherKeyPrefixes);
       authorizeKeys(context, filter.watcherKeys);
       authorizePrefixes(context, filter.prefixes);
       for await (const item of hub.serve(filter, context.signal)) {
@@ -139,12 +139,12 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
       if (request.acks.length > maxAcksPerCall) throw invalidArgument("acks", `at most ${maxAcksPerCall} per call`);
       const acks = request.acks.map((ack, i): AckInput => {
         const input: AckInput = {
-          watcherKey: watcherKeyOf(`acks[${i}].watcher_session_key`, ack.watcherSessionKey),
+          watcherKey: watcherKeyFromField(`acks[${i}].watcher_session_key`, ack.watcherSessionKey),
           target: sessionIdFromRef(`acks[${i}].target`, ack.target, context.namespace),
-          notifiedVersion: versionOf(`acks[${i}].notified_version`, ack.notifiedVersion),
+          notifiedVersion: versionFromField(`acks[${i}].notified_version`, ack.notifiedVersion),
         };
         if (ack.reconciledThrough !== undefined) {
-          input.reconciledThrough = versionOf(`acks[${i}].reconciled_through`, ack.reconciledThrough);
+          input.reconciledThrough = versionFromField(`acks[${i}].reconciled_through`, ack.reconciledThrough);
         }
         return input;
       });

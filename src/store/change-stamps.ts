@@ -21,12 +21,12 @@ export class ChangeStamps {
 
   /** The session's current stamp. */
   of(session: SessionId): number {
-    return Math.max(this.slots[slotOf(session)]!, this.all);
+    return Math.max(this.slots[slotFromSession(session)]!, this.all);
   }
 
   /** Marks the session changed. Bumping inside a transaction that rolls back only costs a miss. */
   bump(session: SessionId): void {
-    this.slots[slotOf(session)] = ++this.latest;
+    this.slots[slotFromSession(session)] = ++this.latest;
   }
 
   /** Marks every session changed. */
@@ -36,7 +36,7 @@ export class ChangeStamps {
 }
 
 /** FNV-1a over the UTF-16 units of namespace, agent id and key. */
-function slotOf(session: SessionId): number {
+function slotFromSession(session: SessionId): number {
   const { namespace, agentId, key } = session;
   let hash = 0x811c9dc5;
   for (let i = 0; i < namespace.length; i++) hash = Math.imul(hash ^ namespace.charCodeAt(i), 0x01000193);

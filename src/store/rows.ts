@@ -5,7 +5,8 @@
  */
 import type { ActorType, EventKind, ExtraMaterialKind, RunOutcome, StoredEvent } from "../domain/event.js";
 import type { CursorRecord, EventWire, LinkRecord, SessionHead, WatchProvenance } from "../domain/records.js";
-import type { RunFlag } from "../domain/session-activity.js";
+import type { RunFlag } from "../domain/run-flags.js";
+import { linkSourceFromText } from "../domain/upstream-link.js";
 
 export interface EventRow {
   sequence: number;
@@ -132,7 +133,7 @@ export function linkFromRow(row: LinkRow): LinkRecord {
     catalogId: row.catalog_id,
     hostId: row.host_id,
     threadId: row.thread_id,
-    source: row.source,
+    source: linkSourceFromText(row.source),
     marker: row.marker,
     missedChecks: row.missed_checks,
     updatedAtMs: row.updated_at_ms,

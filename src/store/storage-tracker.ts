@@ -1,4 +1,4 @@
-import { storeFaultOf } from "./store-errors.js";
+import { storeFaultFromError } from "./store-errors.js";
 
 /** Learns when storage fills up and frees again, and of every write refused meanwhile. */
 export interface StorageObserver {
@@ -20,7 +20,7 @@ export class StorageTracker {
   /** Records one write's outcome: `undefined` when it committed, else its error. */
   observe(error: unknown): void {
     if (this.observer === undefined) return;
-    if (storeFaultOf(error) === "full") {
+    if (storeFaultFromError(error) === "full") {
       this.observer.refused();
       if (!this.full) {
         this.full = true;

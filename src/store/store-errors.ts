@@ -13,7 +13,7 @@ export type StoreFault =
   | "unreachable";
 
 /**
- * Errors meaning the database did not answer: the store's own (store/postgres/postgres-database: a deadline passed,
+ * Errors meaning the database did not answer: the store's own (store/postgres/connection: a deadline passed,
  * a connection failed, a COMMIT went unanswered) and the system's, should one reach a caller unwrapped.
  */
 const driverConnectionCodes = new Set([
@@ -27,7 +27,7 @@ const driverConnectionCodes = new Set([
 ]);
 
 /** The fault a thrown storage error stands for; `undefined` for anything else (a defect). */
-export function storeFaultOf(error: unknown): StoreFault | undefined {
+export function storeFaultFromError(error: unknown): StoreFault | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return undefined;
   // SQLite's locks; PostgreSQL's pool with no connection free in time, or an answer that could not come in time.

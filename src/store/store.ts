@@ -1,6 +1,6 @@
 import type { SessionId } from "../domain/session-key.js";
 import type { StoredEvent } from "../domain/event.js";
-import type { RunFlag } from "../domain/session-activity.js";
+import type { RunFlag } from "../domain/run-flags.js";
 import type { PairPosition, WatcherRange } from "../domain/pair-order.js";
 import type {
   CursorRecord,
@@ -58,13 +58,13 @@ export interface Store {
    * an answer read after the stamp holds for as long as the stamp stays the same. It changes with every
    * write the backend has heard of; see statusStampsCurrent for writes it may not have heard of yet.
    */
-  statusStamp?(session: SessionId): number;
+  statusStamp(session: SessionId): number;
   /**
    * Resolves once every stamp holds each write committed before the call, by any process: only then may an
-   * answer be served for its unchanged stamp. Absent where stamps always do (SQLite: one process owns the
-   * database, and its writes bump them as they commit). Rejects when that cannot be known in time.
+   * answer be served for its unchanged stamp; `undefined` when they do already (SQLite: one process owns
+   * the database, and its writes bump them as they commit). Rejects when that cannot be known in time.
    */
-  statusStampsCurrent?(): Promise<void>;
+  statusStampsCurrent(): Promise<void> | undefined;
   /** Sessions of a namespace with a head, ordered by (agent id, key), strictly after `after`. */
   listSessions(filter: { namespace: string; agentId?: string | undefined; after?: SessionId | undefined; limit: number }): Promise<SessionHead[]>;
   /** The state version of each session, `undefined` where it has no head; same order as asked. */
@@ -73,7 +73,7 @@ export interface Store {
   deleteSession(session: SessionId): Promise<{ eventsRemoved: number; cursorsRemoved: number; linkRemoved: boolean }>;
   /**
    * Registers `watcherKey` (agent-qualified, not the target itself) on `target` as `request` asks (explicit,
-   * with no extra kinds, by default): see domain/write-rules' watchCursor for what happens to an existing pair.
+   * with no extra kinds, by default): see domain/cursor-rules' watchCursor for what happens to an existing pair.
    */
   watch(watcherKey: string, target: SessionId, nowMs: number, request?: WatchRequest): Promise<CursorRecord>;
   /** Removes a pair's cursor; true when there was one. */
@@ -109,10 +109,10 @@ export interface Store {
   changesHeardThrough(): number;
   /**
    * Subscribes to gaps in that feed: changes it missed for good (a replica cut off from its database for
-   * longer than other replicas' changes are kept). Listeners must read every pending pair again. Absent
-   * on a backend whose feed cannot miss a change.
+   * longer than other replicas' changes are kept). Listeners must read every pending pair again. Never
+   * called on SQLite, whose feed cannot miss a change.
    */
-  onFeedGap?(listener: () => void): () => void;
+  onFeedGap(listener: () => void): () => void;
   /**
    * Records an adoption: appends the `adopted` event (deduplicated per session) and creates the link, or
    * refreshes it when the source is the same (keeping its marker and miss streak).
@@ -127,11 +127,11 @@ export interface Store {
   /**
    * Applies a scan result in one transaction, if the link still equals `scanned` (same source, marker,
    * miss streak and update time) and, when the commit names the run count it began with, no run is active
-   * and none started since (domain/write-rules: isScanCommittable); otherwise changes nothing and answers
+   * and none started since (domain/upstream-link: isScanCommittable); otherwise changes nothing and answers
    * `committed: false`.
    */
   commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }>;
-  /** Records that a run started (`true`) or ended on a session (see domain/session-activity). */
+  /** Records that a run started (`true`) or ended on a session (see domain/run-flags). */
   setRunActive(session: SessionId, active: boolean, nowMs: number): Promise<void>;
   /** A session's run flag, if a gateway ever reported one. */
   runFlag(session: SessionId): Promise<RunFlag | undefined>;
@@ -154,10 +154,10 @@ export interface Store {
    * Resolves once the store's background work has caught up with its writes, or after `limitMs`: a long
    * series of writes (a retention pass) waits for it between steps, so that it never outruns that work.
    * SQLite: the write-ahead log, copied back by the checkpointer, has started over (it never does under
-   * writes without a pause, and at its bound the serving thread would copy it itself). Absent where
-   * there is no such work.
+   * writes without a pause, and at its bound the serving thread would copy it itself). At once where
+   * there is no such work (PostgreSQL).
    */
-  catchUpBackground?(limitMs: number): Promise<void>;
+  catchUpBackground(limitMs: number): Promise<void>;
   /** Closes the store, checkpointing its journal. */
   close(): Promise<void>;
 }

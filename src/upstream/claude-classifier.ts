@@ -7,8 +7,8 @@ import {
   type RowClassifier,
   type RowContext,
   type RowVerdict,
-  textOfContent,
-  timestampOf,
+  textFromContent,
+  timestampFromCandidates,
   toolRow,
 } from "./transcript-rows.js";
 
@@ -52,10 +52,10 @@ function userRowVerdict(row: Record<string, unknown>, syntheticPrefixes: readonl
   if (!isRecord(message) || message.role !== "user") return otherRow;
   const { content } = message;
   if (Array.isArray(content) && content.some((block) => isRecord(block) && block.type === "tool_result")) return toolRow;
-  const text = textOfContent(content, textBlocks);
+  const text = textFromContent(content, textBlocks);
   if (text === undefined) return otherRow;
   if (isSyntheticText(text.text, syntheticPrefixes)) return injectedRow;
-  return humanVerdict(text, timestampOf(row.timestamp));
+  return humanVerdict(text, timestampFromCandidates(row.timestamp));
 }
 
 /**
@@ -68,10 +68,10 @@ function attachmentVerdict(row: Record<string, unknown>, syntheticPrefixes: read
   if (!isRecord(attachment) || attachment.type !== "queued_command") return otherRow;
   const typedByPerson = isRecord(attachment.origin) ? attachment.origin.kind === "human" : attachment.commandMode === "prompt";
   if (!typedByPerson) return injectedRow;
-  const text = textOfContent(attachment.prompt, textBlocks);
+  const text = textFromContent(attachment.prompt, textBlocks);
   if (text === undefined) return otherRow;
   if (isSyntheticText(text.text, syntheticPrefixes)) return injectedRow;
-  return humanVerdict(text, timestampOf(row.timestamp, attachment.timestamp));
+  return humanVerdict(text, timestampFromCandidates(row.timestamp, attachment.timestamp));
 }
 
 /**

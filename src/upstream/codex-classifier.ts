@@ -8,9 +8,9 @@ import {
   type RowContext,
   type RowVerdict,
   startsWithAny,
-  textOf,
-  textOfContent,
-  timestampOf,
+  textFromValue,
+  textFromContent,
+  timestampFromCandidates,
   toolRow,
 } from "./transcript-rows.js";
 
@@ -40,7 +40,7 @@ function isSubAgentRollout(firstRow: unknown): boolean {
 function promptVerdict(text: { text: string; cut: boolean }, row: Record<string, unknown>, syntheticPrefixes: readonly string[]): RowVerdict {
   // A prompt of images alone has no text, and is still a person's prompt.
   if (text.text.trim() !== "" && isSyntheticText(text.text, syntheticPrefixes)) return injectedRow;
-  return humanVerdict(text, timestampOf(row.timestamp));
+  return humanVerdict(text, timestampFromCandidates(row.timestamp));
 }
 
 function eventVerdict(row: Record<string, unknown>, payload: Record<string, unknown>, syntheticPrefixes: readonly string[]): RowVerdict {
@@ -48,18 +48,18 @@ function eventVerdict(row: Record<string, unknown>, payload: Record<string, unkn
     case "user_message": {
       // Old CLIs also sent instructions and environment context as user_message events, marked by `kind`.
       if (payload.kind !== undefined && payload.kind !== "plain") return injectedRow;
-      return promptVerdict(textOf(payload.message) ?? { text: "", cut: false }, row, syntheticPrefixes);
+      return promptVerdict(textFromValue(payload.message) ?? { text: "", cut: false }, row, syntheticPrefixes);
     }
     case "item_completed": {
       const item = payload.item;
       if (!isRecord(item)) return otherRow;
-      if (item.type === "UserMessage") return promptVerdict(textOfContent(item.content, textBlocks) ?? { text: "", cut: false }, row, syntheticPrefixes);
+      if (item.type === "UserMessage") return promptVerdict(textFromContent(item.content, textBlocks) ?? { text: "", cut: false }, row, syntheticPrefixes);
       if (item.type === "ContextCompaction") return injectedRow;
       return typeof item.type === "string" && toolItems.has(item.type) ? toolRow : otherRow;
     }
     case "turn_aborted":
       // The person pressed Esc: they are acting on the session. Other reasons are the CLI's own.
-      return payload.reason === "interrupted" ? humanVerdict({ text: "", cut: false }, timestampOf(row.timestamp)) : otherRow;
+      return payload.reason === "interrupted" ? humanVerdict({ text: "", cut: false }, timestampFromCandidates(row.timestamp)) : otherRow;
     case "context_compacted":
       return injectedRow;
     default:
@@ -73,8 +73,8 @@ function responseItemVerdict(row: Record<string, unknown>, payload: Record<strin
       if (payload.role === "assistant") return otherRow;
       if (payload.role !== "user") return injectedRow; // developer (and system) instructions
       // A shell command the person ran with `!`: Codex writes no user_message for it.
-      const text = textOfContent(payload.content, textBlocks);
-      if (text !== undefined && startsWithAny(text.text, [userShellCommandPrefix])) return humanVerdict(text, timestampOf(row.timestamp));
+      const text = textFromContent(payload.content, textBlocks);
+      if (text !== undefined && startsWithAny(text.text, [userShellCommandPrefix])) return humanVerdict(text, timestampFromCandidates(row.timestamp));
       // The twin of a prompt (its user_message counts), environment context, instructions, skills, notifications.
       return injectedRow;
     }

@@ -4,7 +4,7 @@ import { none } from "stream-chain/defs.js";
 /**
  * A string too long to keep whole while skimming a line: its first characters after any leading
  * whitespace (what prefix rules read) and its full length. Classifiers read texts through
- * `textOf` (transcript-rows.ts), which knows this shape.
+ * `textFromValue` (transcript-rows.ts), which knows this shape.
  */
 export class LongText {
   constructor(

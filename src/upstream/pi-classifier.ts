@@ -7,8 +7,8 @@ import {
   type RowClassifier,
   type RowContext,
   type RowVerdict,
-  textOfContent,
-  timestampOf,
+  textFromContent,
+  timestampFromCandidates,
   toolRow,
 } from "./transcript-rows.js";
 
@@ -22,8 +22,8 @@ const injectedRoles = new Set(["custom", "hookMessage", "branchSummary", "compac
 const injectedEntries = new Set(["compaction", "branch_summary", "custom_message"]);
 
 /** A Pi message's time: the entry's ISO timestamp, else the message's ms timestamp. */
-function timeOf(row: Record<string, unknown>, message: Record<string, unknown>): number | undefined {
-  const fromRow = timestampOf(row.timestamp);
+function timeFromRow(row: Record<string, unknown>, message: Record<string, unknown>): number | undefined {
+  const fromRow = timestampFromCandidates(row.timestamp);
   if (fromRow !== undefined) return fromRow;
   return typeof message.timestamp === "number" && Number.isFinite(message.timestamp) ? message.timestamp : undefined;
 }
@@ -53,10 +53,10 @@ export const piClassifier: RowClassifier = {
     if (!isRecord(message) || typeof message.role !== "string") return otherRow;
     if (message.role === "user") {
       // Text blocks, image blocks, or both: a prompt of images alone is still a person's prompt.
-      const text = textOfContent(message.content, ["text"]) ?? { text: "", cut: false };
+      const text = textFromContent(message.content, ["text"]) ?? { text: "", cut: false };
       // A gateway's relay (a configured synthetic prefix) is injected, as in every catalog.
       if (text.text.trim() !== "" && isSyntheticText(text.text, syntheticPrefixes)) return injectedRow;
-      return humanVerdict(text, timeOf(row, message));
+      return humanVerdict(text, timeFromRow(row, message));
     }
     if (toolRoles.has(message.role)) return toolRow;
     if (injectedRoles.has(message.role)) return injectedRow;

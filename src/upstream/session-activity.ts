@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Clock } from "../clock.js";
-import { isRunActive, ownTextsKept, type RunFlag } from "../domain/session-activity.js";
+import { isRunActive, ownTextsKept, type RunFlag } from "../domain/run-flags.js";
 import type { SessionId } from "../domain/session-key.js";
 import type { Store } from "../store/store.js";
 

@@ -1,6 +1,6 @@
 import { realpath, stat } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "node:path";
-import { ServiceError } from "../errors.js";
+import { StatusError } from "../errors.js";
 
 /** A transcript file inside the root, or the reason it cannot be linked. */
 export type TranscriptTarget = { path: string; sizeBytes: number } | { declined: string };
@@ -19,11 +19,11 @@ function isInside(root: string, candidate: string): boolean {
 export async function resolveTranscriptPath(rootRealPath: string, given: string): Promise<TranscriptTarget> {
   const field = "local_transcript.path";
   if (given.trim() === "" || given.includes("\u0000")) {
-    throw new ServiceError("INVALID_ARGUMENT", `${field}: must be a non-empty path`);
+    throw new StatusError("INVALID_ARGUMENT", `${field}: must be a non-empty path`);
   }
   const lexical = resolve(rootRealPath, given);
   if (!isInside(rootRealPath, lexical)) {
-    throw new ServiceError("PERMISSION_DENIED", `${field}: is outside the transcript root`);
+    throw new StatusError("PERMISSION_DENIED", `${field}: is outside the transcript root`);
   }
   let real: string;
   try {
@@ -34,7 +34,7 @@ export async function resolveTranscriptPath(rootRealPath: string, given: string)
     throw err;
   }
   if (!isInside(rootRealPath, real)) {
-    throw new ServiceError("PERMISSION_DENIED", `${field}: resolves (through a symlink) outside the transcript root`);
+    throw new StatusError("PERMISSION_DENIED", `${field}: resolves (through a symlink) outside the transcript root`);
   }
   const info = await stat(real);
   if (!info.isFile()) return { declined: "the transcript path is not a regular file" };

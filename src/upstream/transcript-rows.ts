@@ -44,7 +44,7 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /** A text value as classifiers read it: a string, or the head of one too long to keep (`cut`). */
-export function textOf(value: unknown): { text: string; cut: boolean } | undefined {
+export function textFromValue(value: unknown): { text: string; cut: boolean } | undefined {
   if (typeof value === "string") return { text: value, cut: false };
   if (value instanceof LongText) return { text: value.head, cut: true };
   return undefined;
@@ -54,13 +54,13 @@ export function textOf(value: unknown): { text: string; cut: boolean } | undefin
  * The text of a message's content: a string, or the text of its blocks whose `type` is one of
  * `blockTypes`, joined by newlines; undefined when it has none.
  */
-export function textOfContent(content: unknown, blockTypes: readonly string[]): { text: string; cut: boolean } | undefined {
-  const whole = textOf(content);
+export function textFromContent(content: unknown, blockTypes: readonly string[]): { text: string; cut: boolean } | undefined {
+  const whole = textFromValue(content);
   if (whole !== undefined) return whole;
   if (!Array.isArray(content)) return undefined;
   const texts = content.flatMap((block) => {
     if (!isRecord(block) || typeof block.type !== "string" || !blockTypes.includes(block.type)) return [];
-    const text = textOf(block.text);
+    const text = textFromValue(block.text);
     return text === undefined ? [] : [text];
   });
   if (texts.length === 0) return undefined;
@@ -68,7 +68,7 @@ export function textOfContent(content: unknown, blockTypes: readonly string[]): 
 }
 
 /** The first of the candidates that is a parseable time, in ms since the epoch. */
-export function timestampOf(...candidates: unknown[]): number | undefined {
+export function timestampFromCandidates(...candidates: unknown[]): number | undefined {
   for (const candidate of candidates) {
     const ms = typeof candidate === "string" ? Date.parse(candidate) : Number.NaN;
     if (Number.isFinite(ms)) return ms;

@@ -1,5 +1,5 @@
 /**
- * Run by test/long-line.test.ts in a process of its own, so its peak memory is this scan's alone:
+ * Run by test/server/long-line.test.ts in a process of its own, so its peak memory is this scan's alone:
  * adopts an empty Claude Code transcript, appends one 100 MiB line (a prompt with a pasted image, in
  * base64, then the typed text), runs one scan, and prints what it found and the peak RSS before and
  * after the scan, as JSON on stdout.

@@ -6,20 +6,18 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Client, credentials, type ServiceError as GrpcError, status } from "@grpc/grpc-js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { type AppendRequestSchema } from "../../gen/sessionstate/v1/signal_log_pb.js";
+import { SignalLog, type AppendRequestSchema } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import { ActorType, EventKind } from "../../gen/sessionstate/v1/types_pb.js";
 import { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
-import { SignalLog } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import { Upstream } from "../../gen/sessionstate/v1/upstream_pb.js";
-import { Watch } from "../../gen/sessionstate/v1/watch_pb.js";
-import type { StaleNotice, SubscribeStaleNoticesResponse } from "../../gen/sessionstate/v1/watch_pb.js";
+import { Watch, type StaleNotice, type SubscribeStaleNoticesResponse } from "../../gen/sessionstate/v1/watch_pb.js";
 import { createServiceClient, type ServerStreamCall } from "../../clients/typescript/src/service-client.js";
 import type { Clock } from "../../src/clock.js";
-import { agentIdOfKey } from "../../src/domain/session-key.js";
+import { agentIdFromKey } from "../../src/domain/session-key.js";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { encodeStateEvent } from "../../src/codec/event-codec.js";
 import type { AppendInput as StoreAppendInput, CursorRecord } from "../../src/domain/records.js";
-import { watcherRangesOf, type PairPosition } from "../../src/domain/pair-order.js";
+import { watcherRangesFromFilter, type PairPosition } from "../../src/domain/pair-order.js";
 import { defaultConfig, type Config } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { startServer, type RunningServer } from "../../src/server.js";
@@ -45,7 +43,7 @@ export function human(key: string, extra: Partial<AppendInit> = {}): AppendInit 
 /** A store-level append of `kind` on `key` (bare keys: agent main), for tests that use the store directly. */
 export function storeAppend(key: string, nowMs: number, kind: StoreAppendInput["kind"] = "goal_changed"): StoreAppendInput {
   return {
-    session: { namespace: "default", agentId: agentIdOfKey(key) ?? "main", key },
+    session: { namespace: "default", agentId: agentIdFromKey(key) ?? "main", key },
     kind,
     actorType: kind === "human_direct_message" ? "human" : "agent",
     summary: "store-level event",
@@ -69,7 +67,7 @@ export async function allPendingCursors(
   pageSize = 100,
 ): Promise<CursorRecord[]> {
   const found: CursorRecord[] = [];
-  for (const range of watcherRangesOf(watcherKeys, prefixes)) {
+  for (const range of watcherRangesFromFilter(watcherKeys, prefixes)) {
     for (let after: PairPosition | undefined; ; ) {
       const { cursors } = await store.pendingPage(namespace, range, after, pageSize);
       found.push(...cursors);

@@ -1,4 +1,4 @@
-import { effectOfKind, type EventKind } from "../../src/domain/event.js";
+import { effectFromKind, type EventKind } from "../../src/domain/event.js";
 
 type Provenance = "explicit" | "ambient";
 
@@ -30,7 +30,7 @@ export class ReferenceModel {
   }
 
   event(kind: EventKind, sequence: number, actorId: string | undefined, named: readonly string[]): void {
-    const effect = effectOfKind(kind);
+    const effect = effectFromKind(kind);
     if (effect === "ledger") {
       // "Watch (explicit only) may name extra material kinds for that watcher"; self-suppression holds.
       for (const [watcher, pair] of this.pairs) {

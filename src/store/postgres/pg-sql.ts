@@ -1,3 +1,5 @@
+import type { SessionId } from "../../domain/session-key.js";
+
 /**
  * SQL statements for node-postgres, written as tagged templates: `sql\`SELECT … WHERE id = ${id}\``. Every
  * interpolated value becomes a parameter ($1, $2, …), never text; an interpolated `SqlQuery` (a fragment,
@@ -43,4 +45,18 @@ export function sql(strings: TemplateStringsArray, ...values: unknown[]): SqlQue
 /** Text spliced in as it is: only for SQL this program writes itself (column lists, schema names). */
 export function rawSql(text: string): SqlQuery {
   return new SqlQuery([text], []);
+}
+
+/**
+ * `namespace = … AND agent_id = … AND session_key = …` for a session, on a table whose session columns bear
+ * those names (heads, upstream_links, run_flags, own_texts), optionally qualified by `alias`.
+ */
+export function sessionIs(session: SessionId, alias?: string): SqlQuery {
+  const column = (name: string): SqlQuery => rawSql(alias === undefined ? name : `${alias}.${name}`);
+  return sql`${column("namespace")} = ${session.namespace} AND ${column("agent_id")} = ${session.agentId} AND ${column("session_key")} = ${session.key}`;
+}
+
+/** Whatever runs statements: the database (one statement, one snapshot) or a transaction. */
+export interface Queryable {
+  query<T extends object = Record<string, unknown>>(query: SqlQuery): Promise<T[]>;
 }

@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import type { RunFlag } from "../../domain/session-activity.js";
+import type { RunFlag } from "../../domain/run-flags.js";
 import type { SessionId } from "../../domain/session-key.js";
 import { runFlagFromRow, type RunFlagRow } from "../rows.js";
 

@@ -27,7 +27,7 @@ export class CursorTables {
     const target = "namespace = ? AND target_agent_id = ? AND target_key = ?";
     // A target's cursors through its index, always: without statistics SQLite takes the primary key's
     // leading `namespace = ?` as selective and reads every cursor of the namespace instead (a notice's
-    // cost then grows with the pairs there). test/query-plans.test.ts checks every statement's plan.
+    // cost then grows with the pairs there). test/sqlite/query-plans.test.ts checks every statement's plan.
     const ofTargetTable = "cursors INDEXED BY cursors_by_target";
     this.one = db.prepare<[string, string, string, string], CursorRow>(`SELECT * FROM cursors WHERE ${pair}`);
     this.upsert = db.prepare<[string, string, string, string, number, number, number, number, string, string]>(

@@ -1,8 +1,8 @@
 import type Database from "better-sqlite3";
 import type { StoredEvent } from "../../domain/event.js";
-import type { SessionId } from "../../domain/session-key.js";
+import { sessionPageStart, type SessionId } from "../../domain/session-key.js";
 import type { EventWire, SessionHead } from "../../domain/records.js";
-import { pruneWatermarks, sessionPageStart } from "../../domain/write-plans.js";
+import { pruneWatermarks } from "../../domain/retention.js";
 import { ChangeStamps } from "../change-stamps.js";
 import { eventFromRow, eventsFromConcatenation, headFromRow, type EventRow, type HeadRow } from "../rows.js";
 

@@ -1,8 +1,8 @@
 import type Database from "better-sqlite3";
-import type { SessionId } from "../../domain/session-key.js";
+import { sessionPageStart, type SessionId } from "../../domain/session-key.js";
 import type { LinkRecord } from "../../domain/records.js";
-import { sessionPageStart } from "../../domain/write-plans.js";
 import { linkFromRow, type LinkRow } from "../rows.js";
+import { linkSourceToText } from "../../domain/upstream-link.js";
 
 /** Prepared statements over the `upstream_links` table. Callers own the transactions. */
 export class LinkTables {
@@ -68,7 +68,7 @@ export class LinkTables {
       link.catalogId,
       link.hostId,
       link.threadId,
-      link.source,
+      linkSourceToText(link.source),
       link.marker,
       link.missedChecks,
       link.lastScannedAtMs ?? null,

@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import type { NamespaceCount } from "../../domain/write-plans.js";
+import type { NamespaceCount } from "../../domain/retention.js";
 
 /**
  * Reads of the `namespaces` table: each namespace's counts, which triggers keep in the transaction that

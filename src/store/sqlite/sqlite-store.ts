@@ -20,29 +20,13 @@ import type {
   SessionStatus,
   WatchRequest,
 } from "../../domain/records.js";
-import { watcherIdOfKey, type SessionId } from "../../domain/session-key.js";
+import { watcherIdFromKey, type SessionId } from "../../domain/session-key.js";
 import type { PairPosition, WatcherRange } from "../../domain/pair-order.js";
-import { runFlagAfter, type RunFlag } from "../../domain/session-activity.js";
-import {
-  appendNeedsTargetCursors,
-  applyAcks,
-  isWatcherOf,
-  linkUpdatedAtAfterReset,
-  pairChangesOfRemoved,
-  watchCursor,
-} from "../../domain/write-rules.js";
-import {
-  planAdoption,
-  planAppend,
-  planNamespaceTrim,
-  planOwnText,
-  planScanCommit,
-  pruneCursorBudget,
-  pruneNeedsCounts,
-  pruneStepOutcome,
-  scanCommitOutcome,
-  type AppendReads,
-} from "../../domain/write-plans.js";
+import { runFlagAfter, planOwnText, type RunFlag } from "../../domain/run-flags.js";
+import { appendNeedsTargetCursors, planAppend, type AppendReads } from "../../domain/append-plan.js";
+import { applyAcks, isSessionItself, pairChangesFromRemoved, watchCursor } from "../../domain/cursor-rules.js";
+import { linkUpdatedAtAfterReset, planAdoption, planScanCommit, scanCommitOutcome } from "../../domain/upstream-link.js";
+import { planNamespaceTrim, pruneCursorBudget, pruneNeedsCounts, pruneStepOutcome } from "../../domain/retention.js";
 import { ActivityTables } from "./activity-tables.js";
 import { CursorTables } from "./cursor-tables.js";
 import { EventTables } from "./event-tables.js";
@@ -51,9 +35,8 @@ import { LinkTables } from "./link-tables.js";
 import { NamespaceTables } from "./namespace-tables.js";
 import { Checkpointer } from "./checkpointer.js";
 import { openDatabase, type OpenedDatabase } from "./open-database.js";
-import type { CommitObserver, Durability, WriteResult } from "../store.js";
+import type { CommitObserver, Durability, Store, WriteResult } from "../store.js";
 import { StorageTracker, type StorageObserver } from "../storage-tracker.js";
-import type { Store } from "../store.js";
 
 /** Who hears what a SQLite store does (each is optional), and its page cache's size. */
 export interface SqliteStoreOptions {
@@ -79,9 +62,10 @@ const checkpointIntervalMs = 100;
 const notCopiedPauseFrames = 4096;
 
 /**
- * The SQLite backend: SQL and transactions only; each method reads, asks a plan of domain/write-plans (or a rule of domain/write-rules) and writes what it says. Each
- * method runs one short synchronous transaction (`BEGIN IMMEDIATE` when it writes); appends and acks are
- * group-committed (store/sqlite/group-commit). Pair changes are announced to feed listeners after the commit.
+ * The SQLite backend: SQL and transactions only; each method reads, asks a plan or rule of domain/
+ * (append-plan, cursor-rules, upstream-link, retention) and writes what it says. Each method runs one short
+ * synchronous transaction (`BEGIN IMMEDIATE` when it writes); appends and acks are group-committed
+ * (store/sqlite/group-commit). Pair changes are announced to feed listeners after the commit.
  */
 export class SqliteStore implements Store {
   private readonly events: EventTables;
@@ -231,6 +215,16 @@ export class SqliteStore implements Store {
     return this.events.stamps.of(session);
   }
 
+  /** Always current: this process owns the database, and its writes bump the stamps as they commit. */
+  statusStampsCurrent(): undefined {
+    return undefined;
+  }
+
+  /** Never called: the feed is this process's own commits, announced as they commit. */
+  onFeedGap(): () => void {
+    return () => undefined;
+  }
+
   async listSessions(filter: Parameters<Store["listSessions"]>[0]): Promise<SessionHead[]> {
     return this.events.heads(filter.namespace, filter.agentId, filter.after, filter.limit);
   }
@@ -243,10 +237,10 @@ export class SqliteStore implements Store {
     return this.runWrite(() => {
       const eventsRemoved = this.events.deleteSession(session);
       const removed = this.cursors.removeOfTarget(session);
-      if (isWatcherOf(session.key, session)) removed.push(...this.cursors.removeOfWatcher(session.namespace, session.key));
+      if (isSessionItself(session.key, session)) removed.push(...this.cursors.removeOfWatcher(session.namespace, session.key));
       this.activity.removeSession(session);
       const value = { eventsRemoved, cursorsRemoved: removed.length, linkRemoved: this.links.remove(session) };
-      return { value, changes: pairChangesOfRemoved(removed) };
+      return { value, changes: pairChangesFromRemoved(removed) };
     });
   }
 
@@ -263,7 +257,7 @@ export class SqliteStore implements Store {
   async unwatch(watcherKey: string, target: SessionId): Promise<boolean> {
     return this.runWrite(() => {
       const removed = this.cursors.remove(watcherKey, target);
-      return { value: removed !== undefined, changes: removed === undefined ? [] : pairChangesOfRemoved([removed]) };
+      return { value: removed !== undefined, changes: removed === undefined ? [] : pairChangesFromRemoved([removed]) };
     });
   }
 
@@ -274,10 +268,10 @@ export class SqliteStore implements Store {
   async resetWatcher(namespace: string, watcherKey: string, nowMs: number): Promise<number> {
     return this.runWrite(() => {
       const removed = this.cursors.removeOfWatcher(namespace, watcherKey);
-      const session = watcherIdOfKey(watcherKey, namespace);
+      const session = watcherIdFromKey(watcherKey, namespace);
       const link = session === undefined ? undefined : this.links.get(session);
       if (link !== undefined) this.links.setUpdatedAt(link.session, linkUpdatedAtAfterReset(link, nowMs));
-      return { value: removed.length, changes: pairChangesOfRemoved(removed) };
+      return { value: removed.length, changes: pairChangesFromRemoved(removed) };
     });
   }
 
@@ -370,7 +364,7 @@ export class SqliteStore implements Store {
         eventsRemoved += this.events.pruneOldestOf(namespace, count);
       }
       const removed = this.cursors.pruneUntouched(policy.cutoffMs, pruneCursorBudget(policy, eventsRemoved));
-      return { value: pruneStepOutcome(policy, eventsRemoved, removed.length), changes: pairChangesOfRemoved(removed) };
+      return { value: pruneStepOutcome(policy, eventsRemoved, removed.length), changes: pairChangesFromRemoved(removed) };
     });
   }
 

@@ -1,0 +1,178 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, test } from "node:test";
+import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
+import { createServiceClient } from "../../clients/typescript/src/service-client.js";
+import { connect, goal, status, tempDir } from "../support/helpers.js";
+import { runCli, spawnServer } from "../support/process-helpers.js";
+
+describe("sessionstate serve", () => {
+  test("prints its real address, serves, and stops cleanly on SIGTERM with the WAL checkpointed", async () => {
+    const dir = tempDir();
+    const dbPath = join(dir.dir, "nested", "state.db");
+    const server = await spawnServer(["--db", dbPath, "--listen", "127.0.0.1:0"]);
+    try {
+      assert.match(server.address, /^127\.0\.0\.1:\d+$/);
+      assert.notEqual(server.address, "127.0.0.1:0");
+      const clients = connect(server.address);
+      const appended = await clients.signalLog.append(goal("agent:main:main"));
+      assert.equal(appended.event?.sequence, 1n);
+      const health = createServiceClient(clients.channel, Health);
+      assert.equal((await health.check({})).status, HealthCheckResponse_ServingStatus.SERVING);
+      // An open stream must not hold up shutdown: it is ended with UNAVAILABLE.
+      const watch = health.watch({});
+      const iterator = watch[Symbol.asyncIterator]();
+      assert.equal((await iterator.next()).value?.status, HealthCheckResponse_ServingStatus.SERVING);
+      server.child.kill("SIGTERM");
+      const ended = await (async () => {
+        try {
+          for (;;) {
+            const next = await iterator.next();
+            if (next.done) return "ended without status";
+          }
+        } catch (err) {
+          return (err as { code: number }).code;
+        }
+      })();
+      assert.equal(ended, status.UNAVAILABLE);
+      assert.equal(await server.exited, 0);
+      clients.close();
+      assert.ok(existsSync(dbPath));
+      const wal = `${dbPath}-wal`;
+      assert.ok(!existsSync(wal) || statSync(wal).size === 0, "the WAL is checkpointed on close");
+    } finally {
+      server.child.kill("SIGKILL");
+      dir.remove();
+    }
+  });
+
+  test("a second server on the same database refuses to start with a clear message", async () => {
+    const dir = tempDir();
+    const dbPath = join(dir.dir, "state.db");
+    const first = await spawnServer(["--db", dbPath, "--listen", "127.0.0.1:0"]);
+    try {
+      const second = await runCli(["serve", "--db", dbPath, "--listen", "127.0.0.1:0"]);
+      assert.equal(second.code, 1);
+      assert.match(second.stderr, /database .*state\.db is in use by another process/);
+      assert.doesNotMatch(second.stdout, /listening on/);
+      // The first server is unharmed.
+      const clients = connect(first.address);
+      assert.equal((await clients.signalLog.append(goal("agent:main:main"))).recorded, true);
+      clients.close();
+    } finally {
+      first.child.kill("SIGTERM");
+      await first.exited;
+      dir.remove();
+    }
+  });
+
+  test("bad settings are all reported at once, with exit code 2", async () => {
+    const result = await runCli(["serve", "--listen", "nowhere", "--durability", "maybe", "--retention-days", "0"], {
+      SESSIONSTATE_MAX_EVENTS: "-5",
+      SESSIONSTATE_TRANSCRIPT_ROOT: "/no/such/folder",
+      SESSIONSTATE_SYNTHETIC_PREFIXES: "[1, 2]",
+    });
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /--listen: must be HOST:PORT/);
+    assert.match(result.stderr, /--durability: must be one of normal, full/);
+    assert.match(result.stderr, /--retention-days: must be a whole number from 1/);
+    assert.match(result.stderr, /SESSIONSTATE_MAX_EVENTS: must be a whole number/);
+    assert.match(result.stderr, /SESSIONSTATE_TRANSCRIPT_ROOT: must be an existing directory/);
+    assert.match(result.stderr, /SESSIONSTATE_SYNTHETIC_PREFIXES: must be a JSON array of non-empty strings/);
+  });
+
+  test("an unknown flag or command is a usage error that names it and points at --help", async () => {
+    const flag = await runCli(["serve", "--colour", "blue"]);
+    assert.equal(flag.code, 2);
+    assert.equal(flag.stderr, "sessionstate: invalid configuration:\n  - unknown flag --colour\nsee 'sessionstate serve --help'\n");
+    const statusFlag = await runCli(["status", "agent:main:main", "--colour"]);
+    assert.deepEqual([statusFlag.code, statusFlag.stderr], [2, "sessionstate status: unknown flag --colour\nsee 'sessionstate status --help'\n"]);
+    const command = await runCli(["dance"]);
+    assert.deepEqual([command.code, command.stderr], [2, `sessionstate: unknown command "dance"\nsee 'sessionstate --help'\n`]);
+    const topic = await runCli(["help", "dance"]);
+    assert.deepEqual([topic.code, topic.stderr], [2, `sessionstate help: unknown command "dance"\nsee 'sessionstate --help'\n`]);
+  });
+
+  test("--help and -h print each command's usage and exit 0; --version prints the version", async () => {
+    const { version } = JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as { version: string };
+    const firstLines: Record<string, string> = {
+      serve: "usage: sessionstate serve [flags]",
+      status: "usage: sessionstate status <key> [--agent A] [--since V] [--limit N] [--json]",
+      tail: "usage: sessionstate tail (--watcher KEY | --prefix PREFIX)... [--ack] [--json]",
+      mcp: "usage: sessionstate mcp --session KEY",
+      token: "usage: sessionstate token hash < token.txt",
+    };
+    const runs = await Promise.all(
+      Object.keys(firstLines).flatMap((command) => [
+        // Help wins over anything else on the line, even arguments that would be a usage error.
+        ["--help", "-h"].map(async (flag) => [command, flag, await runCli([command, flag, "--colour"])] as const),
+        [["help", command]].map(async (argv) => [command, argv.join(" "), await runCli(argv)] as const),
+      ]).flat(),
+    );
+    for (const [command, how, result] of runs) {
+      assert.equal(result.code, 0, `${command} ${how}: ${result.stderr}`);
+      assert.equal(result.stdout.split("\n")[0], firstLines[command], `${command} ${how}`);
+      assert.equal(result.stderr, "", `${command} ${how}`);
+    }
+    const top = await Promise.all([["--help"], ["-h"], ["help"]].map((argv) => runCli(argv)));
+    for (const result of top) {
+      assert.equal(result.code, 0);
+      assert.match(result.stdout, /^usage: sessionstate <command> \[flags\]\n/);
+      assert.match(result.stdout, /--help, -h \(its usage\), --version/);
+    }
+    const versions = await Promise.all([["--version"], ["version"], ["serve", "--version"], ["status", "--version"]].map((argv) => runCli(argv)));
+    for (const result of versions) assert.deepEqual([result.code, result.stdout, result.stderr], [0, `sessionstate ${version}\n`, ""]);
+  });
+
+  test("settings come from SESSIONSTATE_* variables, and flags win over them", async () => {
+    const dir = tempDir();
+    const server = await spawnServer(["--listen", "127.0.0.1:0"], {
+      SESSIONSTATE_DB: join(dir.dir, "from-env.db"),
+      SESSIONSTATE_LISTEN: "127.0.0.1:1",
+    });
+    try {
+      assert.notEqual(server.address, "127.0.0.1:1");
+      assert.ok(existsSync(join(dir.dir, "from-env.db")));
+      const clients = connect(server.address);
+      assert.equal((await clients.reconcile.sessionStatus({ session: { key: "global" } })).stateVersion, 0n);
+      clients.close();
+    } finally {
+      server.child.kill("SIGTERM");
+      assert.equal(await server.exited, 0);
+      dir.remove();
+    }
+  });
+});
+
+describe("bin/sessionstate.js", () => {
+  test("runs dist/ while it is newer than every source, the TypeScript sources through tsx otherwise", () => {
+    const root = fileURLToPath(new URL("../..", import.meta.url));
+    const dir = tempDir();
+    try {
+      // A stand-in project: the real launcher, a "build" and "sources" that say which one ran.
+      for (const sub of ["bin", "dist/src", "src", "gen"]) mkdirSync(join(dir.dir, sub), { recursive: true });
+      copyFileSync(join(root, "bin/sessionstate.js"), join(dir.dir, "bin/sessionstate.js"));
+      symlinkSync(join(root, "node_modules"), join(dir.dir, "node_modules"));
+      writeFileSync(join(dir.dir, "package.json"), '{ "type": "module" }\n');
+      writeFileSync(join(dir.dir, "src/cli.ts"), 'const from: string = "sources";\nconsole.log(from);\n');
+      writeFileSync(join(dir.dir, "gen/x_pb.ts"), "export {};\n");
+      writeFileSync(join(dir.dir, "dist/src/cli.js"), 'console.log("build");\n');
+      const run = () => execFileSync(process.execPath, [join(dir.dir, "bin/sessionstate.js")], { encoding: "utf8" }).trim();
+      const at = (path: string, seconds: number) => utimesSync(join(dir.dir, path), seconds, seconds);
+      at("src/cli.ts", 1_000);
+      at("gen/x_pb.ts", 1_000);
+      at("dist/src/cli.js", 2_000);
+      assert.equal(run(), "build");
+      at("gen/x_pb.ts", 3_000);
+      assert.equal(run(), "sources", "a regenerated file makes the build stale");
+      at("dist/src/cli.js", 4_000);
+      at("src/cli.ts", 5_000);
+      assert.equal(run(), "sources", "an edited source makes the build stale");
+    } finally {
+      dir.remove();
+    }
+  });
+});
