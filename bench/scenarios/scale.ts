@@ -254,6 +254,10 @@ async function measureSize(place: Place, events: number, cluster: PostgresCluste
       figures.longest_wait_during_drain_ms = Math.max(0, ...probeStarts.map((p) => p.took));
       await sleep(1000);
       figures.rss_drained_mb = rssMb(server.child.pid!);
+      // What of it is the JavaScript heap (live objects, and the heap V8 keeps for them), and what is native.
+      const memory = await scrapeMetrics(metricsPort);
+      figures.heap_used_drained_mb = metricValue(memory, "sessionstate_nodejs_heap_size_used_bytes", Number.NaN) / 1024 / 1024;
+      figures.heap_total_drained_mb = metricValue(memory, "sessionstate_nodejs_heap_size_total_bytes", Number.NaN) / 1024 / 1024;
     } finally {
       prober.close();
     }
@@ -347,6 +351,8 @@ const reportRows: { key: string; figure: string; digits?: number; goal?: string 
   { key: "generator_cpu_drain_percent", figure: "generator CPU during the drain, %", digits: 0 },
   { key: "rss_restart_mb", figure: "RSS after restart, MiB", digits: 0 },
   { key: "rss_drained_mb", figure: "RSS after draining every pending notice, MiB", digits: 0, goal: "ratio <= 1.5" },
+  { key: "heap_used_drained_mb", figure: "of it, the JavaScript heap in use, MiB", digits: 0 },
+  { key: "heap_total_drained_mb", figure: "of it, the JavaScript heap V8 holds, MiB", digits: 0 },
   { key: "append_p50_ms", figure: "Append p50 at 200/s, ms" },
   { key: "append_p99_ms", figure: "Append p99 at 200/s, ms", goal: "ratio <= 1.5" },
   { key: "status_p50_ms", figure: "SessionStatus p50 at 200/s, ms" },
