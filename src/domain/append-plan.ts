@@ -3,15 +3,17 @@
  * `only_if_watched` gate stops it, the event it records and the plan a backend writes. Pure.
  */
 import { effectFromKind, isExtraMaterialKind, type EventEncoder, type EventFields, type StoredEvent } from "./event.js";
-import { cursorEffectsFromEvent, watchersNamedBy } from "./cursor-rules.js";
+import { cursorEffectsFromEvent, isWatchable, watchersNamedBy } from "./cursor-rules.js";
 import type { AppendInput, AppendOutcome, CursorRecord, PairChange } from "./records.js";
 
 /**
  * True when an append needs the cursors on its session to be decided: every kind that moves cursors (the
  * ledger kinds a watcher may name among its extra kinds included), and any `only_if_watched` append. Any
- * other ledger-only append without the gate needs no read.
+ * other ledger-only append without the gate needs no read, and neither does an append to a bare-key
+ * session, which moves no cursor.
  */
 export function appendNeedsTargetCursors(input: AppendInput): boolean {
+  if (!isWatchable(input.session)) return false;
   return input.onlyIfWatched || effectFromKind(input.kind) !== "ledger" || isExtraMaterialKind(input.kind);
 }
 
@@ -35,10 +37,12 @@ export function eventFromAppend(input: AppendInput, sequence: number): EventFiel
 
 /**
  * The `only_if_watched` gate (SPEC §3): true when nothing may be written because the append asks for the
- * gate, names no watcher, and no cursor targets its session.
+ * gate, names no watcher, and no cursor targets its session. No one listens to a bare-key session (SPEC
+ * §2): the gate always holds there.
  */
 export function isAppendGated(input: AppendInput, cursorsOnTarget: readonly CursorRecord[]): boolean {
-  return input.onlyIfWatched && watchersNamedBy(input).length === 0 && cursorsOnTarget.length === 0;
+  if (!input.onlyIfWatched) return false;
+  return !isWatchable(input.session) || (watchersNamedBy(input).length === 0 && cursorsOnTarget.length === 0);
 }
 
 /** What an append's plan needs read: the retained event holding its dedupe key, and its target's cursors. */

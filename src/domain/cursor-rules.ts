@@ -6,7 +6,31 @@
 import { applyAck, applyMaterialEvent, isPending, seedCursor } from "./cursor-machine.js";
 import { effectFromKind, isExtraMaterialKind, type EventFields } from "./event.js";
 import type { AckInput, AckOutcome, AppendInput, CursorRecord, PairChange, WatchRequest } from "./records.js";
-import type { SessionId } from "./session-key.js";
+import { isAgentQualified, type SessionId } from "./session-key.js";
+
+/**
+ * True when a session may be watched (SPEC §2): only agent-qualified sessions take part in watching. A bare
+ * key (`global`, `main`) is never a target: a notice could not say which agent's session changed.
+ */
+export function isWatchable(target: SessionId): boolean {
+  return isAgentQualified(target.key);
+}
+
+/** Why `watcherKey` may not watch `target` (SPEC §2, §5.2): the reason `Watch` answers, or `undefined`. */
+export function watchRefusal(watcherKey: string, target: SessionId): string | undefined {
+  if (!isAgentQualified(watcherKey)) return "watcher is not an agent-qualified session key (agent:<agentId>:<rest>)";
+  if (!isWatchable(target)) return "target is a bare key: only agent-qualified sessions (agent:<agentId>:<rest>) are watched";
+  if (isSessionItself(watcherKey, target)) return "a session cannot watch itself";
+  return undefined;
+}
+
+/**
+ * True when a cursor's notice is to be delivered: it is pending and its target may be watched. A cursor on
+ * a bare target left by an earlier version is inert: no notice, and nothing changes it until it expires.
+ */
+export function hasLiveNotice(cursor: CursorRecord): boolean {
+  return isPending(cursor) && isWatchable(cursor.target);
+}
 
 /** True when `watcherKey` is the session itself: agent-qualified keys carry their agent id. */
 export function isSessionItself(watcherKey: string, session: SessionId): boolean {
@@ -31,7 +55,8 @@ export interface CursorEffects {
  * making an ambient pair explicit); a notifying kind concerns the named watchers and every cursor holder,
  * except the actor itself: `M` moves to the event and a notice opens where none is pending. A ledger-only
  * kind touches nothing, except the explicit cursors that name it among their extra material kinds, which
- * it concerns as a notifying kind would. A cursor keeps its provenance; one made here is explicit.
+ * it concerns as a notifying kind would. A cursor keeps its provenance; one made here is explicit. An
+ * event on a bare-key session touches no cursor.
  */
 export function cursorEffectsFromEvent(
   event: Pick<EventFields, "sequence" | "kind" | "actorId">,
@@ -40,6 +65,8 @@ export function cursorEffectsFromEvent(
 ): CursorEffects {
   const target = input.session;
   const effects: CursorEffects = { cursorWrites: [], pairChanges: [], noticesOpened: 0 };
+  // An event on a bare-key session is logged and versioned, and moves no cursor (SPEC §2).
+  if (!isWatchable(target)) return effects;
   const notify = (watcherKey: string, cursor: CursorRecord | undefined): void => {
     if (event.actorId === watcherKey) return; // a watcher is never told about what it did itself
     const next = applyMaterialEvent(cursor, event.sequence);
@@ -125,6 +152,8 @@ export function applyAcks(
     const cursor = current.has(key) ? current.get(key) : cursorOf(ack.watcherKey, ack.target);
     current.set(key, cursor);
     if (cursor === undefined) return { acknowledged: false, reopened: false };
+    // A cursor on a bare target is inert: an ack changes nothing (SPEC §2).
+    if (!isWatchable(cursor.target)) return { acknowledged: false, reopened: false, cursor };
     const step = applyAck(cursor, ack.notifiedVersion, ack.reconciledThrough);
     if (!step.acknowledged) return { acknowledged: false, reopened: false, cursor };
     const next: CursorRecord = { ...cursor, ...step.cursor, updatedAtMs: nowMs };
@@ -162,7 +191,8 @@ export function watchCursor(
   nowMs: number,
   request: WatchRequest = { provenance: "explicit", extraKinds: [] },
 ): WatchEffect {
-  if (isSessionItself(watcherKey, target)) throw new Error("a session cannot watch itself");
+  const refusal = watchRefusal(watcherKey, target);
+  if (refusal !== undefined) throw new Error(refusal);
   if (existing === undefined) {
     const cursor: CursorRecord = {
       watcherKey,

@@ -5,7 +5,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { CursorsRead, PairChange } from "../domain/records.js";
 import { pairKey } from "../domain/cursor-rules.js";
-import { isPending } from "../domain/cursor-machine.js";
+import { hasLiveNotice } from "../domain/cursor-rules.js";
 import { noticeFromCursor, type Notice } from "../domain/notice.js";
 import { comparePairTo, positionFromPair, findRangeIndex, watcherRangesFromFilter, type PairPosition, type WatcherRange } from "../domain/pair-order.js";
 
@@ -338,6 +338,7 @@ export class NoticeHub {
           this.rememberIfAhead(sub);
           for (const cursor of read.cursors) {
             if (signal.aborted) return;
+            if (!hasLiveNotice(cursor)) continue;
             this.metrics?.noticesDelivered.inc();
             pendingDelivered++;
             yield { notice: noticeFromCursor(cursor) };
@@ -376,7 +377,7 @@ export class NoticeHub {
       const markedAt = sub.markedAt.get(key);
       sub.markedAt.delete(key);
       const cursor = cursors.get(key);
-      if (cursor === undefined || !isPending(cursor)) continue;
+      if (cursor === undefined || !hasLiveNotice(cursor)) continue;
       sub.sentFrom(change, read.through, heardThrough);
       this.rememberIfAhead(sub);
       this.metrics?.noticesDelivered.inc();

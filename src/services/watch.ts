@@ -9,6 +9,7 @@ import type { AckInput, WatchRequest } from "../domain/records.js";
 import { extraMaterialKinds, isExtraMaterialKind, type ExtraMaterialKind } from "../domain/event.js";
 import { EventKind as ProtoEventKind, WatchProvenance as ProtoWatchProvenance } from "../../gen/sessionstate/v1/types_pb.js";
 import type { Metrics } from "../metrics.js";
+import { watchRefusal } from "../domain/cursor-rules.js";
 import { authorizeAgents, authorizeKeys, authorizePrefixes, requireAdmin } from "./authorize.js";
 import { kindFromProto, provenanceFromProto, sessionIdFromRef } from "./convert.js";
 import { decodePageToken, pageSizeFromRequest, paginate } from "./page-token.js";
@@ -92,10 +93,8 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
       const wanted = watchRequestFromProto(request.provenance, request.extraMaterialKinds);
       authorizeKeys(context, [watcherKey]);
       authorizeAgents(context, [target.agentId]);
-      if (!isAgentQualified(watcherKey)) {
-        return watchResponse({ reason: "watcher is not an agent-qualified session key (agent:<agentId>:<rest>)" });
-      }
-      if (watcherKey === target.key) return watchResponse({ reason: "a session cannot watch itself" });
+      const refusal = watchRefusal(watcherKey, target);
+      if (refusal !== undefined) return watchResponse({ reason: refusal });
       return watchResponse({ cursor: await store.watch(watcherKey, target, clock.nowMs(), wanted) });
     },
     unwatch: async (request, context) => {

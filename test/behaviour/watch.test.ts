@@ -209,17 +209,31 @@ describe("Watch: cursors and stale notices", () => {
     stream.call.cancel();
   });
 
-  test("a bare target is watched per agent: two agents' global sessions never share a cursor", async () => {
-    await t.watch.watch({ watcherSessionKey: W, target: { key: "global", agentId: "ops" } });
-    const stream = subscribe(t, [W]);
+  test("a bare key is never watched: Watch says why, and spawns, notifying events and the gate move no cursor", async () => {
+    const refused = await t.watch.watch({ watcherSessionKey: W, target: { key: "global", agentId: "ops" } });
+    assert.equal(refused.watched, false);
+    assert.equal(refused.reason, "target is a bare key: only agent-qualified sessions (agent:<agentId>:<rest>) are watched");
+    assert.equal(refused.cursor, undefined);
+    const stream = subscribe(t, [W, P]);
     await stream.untilSynced();
-    await seq(human("global", { session: { key: "global", agentId: "main" } }));
+    // Logged and versioned as usual, but no cursor is created, seeded or moved and no notice opens.
+    const spawned = await t.signalLog.append({
+      session: { key: "global", agentId: "ops" },
+      kind: EventKind.CHILD_SPAWNED,
+      actorType: ActorType.AGENT,
+      actorId: P,
+      summary: "child spawned",
+      notifySessionKeys: [P],
+    });
+    assert.equal(spawned.recorded, true);
+    const named = await t.signalLog.append(human("global", { session: { key: "global", agentId: "ops" }, notifySessionKeys: [W] }));
+    assert.equal(named.recorded, true);
+    assert.equal(named.stateVersion, named.event?.sequence);
     assert.deepEqual(await stream.noticesBeforeBarrier(), []);
-    const ops = await seq(human("global", { session: { key: "global", agentId: "ops" } }));
-    const notices = await stream.noticesBeforeBarrier();
-    assert.deepEqual(notices.map((n) => [n.target?.agentId, n.target?.key, n.notifiedVersion]), [["ops", "global", ops]]);
-    const listed = await t.watch.listWatches({ watcherSessionKey: W });
-    assert.deepEqual(listed.cursors.map((c) => [c.target?.agentId, c.target?.key]), [["ops", "global"]]);
+    assert.deepEqual((await t.watch.listWatches({ target: { key: "global", agentId: "ops" } })).cursors, []);
+    // No one can listen to a bare-key session: the only_if_watched gate always holds there.
+    const gated = await t.signalLog.append(human("global", { session: { key: "global", agentId: "ops" }, notifySessionKeys: [W], onlyIfWatched: true }));
+    assert.deepEqual([gated.recorded, gated.stateVersion], [false, named.stateVersion]);
     stream.call.cancel();
   });
 
@@ -349,7 +363,7 @@ describe("Watch: cursors and stale notices", () => {
 
   test("Unwatch removes the cursor; ListWatches pages and filters", async () => {
     for (const watcher of [W, P, "agent:ops:x"]) {
-      for (const target of ["t1", "t2"]) await t.watch.watch({ watcherSessionKey: watcher, target: { key: target } });
+      for (const target of ["agent:ops:t1", "agent:ops:t2"]) await t.watch.watch({ watcherSessionKey: watcher, target: { key: target } });
     }
     const seen: string[] = [];
     let pageToken = "";
@@ -359,31 +373,31 @@ describe("Watch: cursors and stale notices", () => {
       pageToken = page.nextPageToken;
     } while (pageToken !== "");
     assert.deepEqual(seen, [
-      "agent:main:main>t1",
-      "agent:main:main>t2",
-      "agent:main:subagent:parent>t1",
-      "agent:main:subagent:parent>t2",
-      "agent:ops:x>t1",
-      "agent:ops:x>t2",
+      "agent:main:main>agent:ops:t1",
+      "agent:main:main>agent:ops:t2",
+      "agent:main:subagent:parent>agent:ops:t1",
+      "agent:main:subagent:parent>agent:ops:t2",
+      "agent:ops:x>agent:ops:t1",
+      "agent:ops:x>agent:ops:t2",
     ]);
-    const byTarget = await t.watch.listWatches({ target: { key: "t2" } });
+    const byTarget = await t.watch.listWatches({ target: { key: "agent:ops:t2" } });
     assert.equal(byTarget.cursors.length, 3);
-    assert.equal((await t.watch.unwatch({ watcherSessionKey: W, target: { key: "t2" } })).removed, true);
-    assert.equal((await t.watch.unwatch({ watcherSessionKey: W, target: { key: "t2" } })).removed, false);
-    assert.equal((await t.watch.listWatches({ target: { key: "t2" } })).cursors.length, 2);
+    assert.equal((await t.watch.unwatch({ watcherSessionKey: W, target: { key: "agent:ops:t2" } })).removed, true);
+    assert.equal((await t.watch.unwatch({ watcherSessionKey: W, target: { key: "agent:ops:t2" } })).removed, false);
+    assert.equal((await t.watch.listWatches({ target: { key: "agent:ops:t2" } })).cursors.length, 2);
     await assertStatus(t.watch.listWatches({ pageToken: "bogus" }), status.INVALID_ARGUMENT, "page_token:");
   });
 
   test("cursors untouched for the retention period are pruned; re-watching refreshes them", async () => {
-    await t.watch.watch({ watcherSessionKey: W, target: { key: "t1" } });
-    await t.watch.watch({ watcherSessionKey: W, target: { key: "t2" } });
+    await t.watch.watch({ watcherSessionKey: W, target: { key: "agent:ops:t1" } });
+    await t.watch.watch({ watcherSessionKey: W, target: { key: "agent:ops:t2" } });
     t.clock.advance(20 * dayMs);
-    await t.watch.watch({ watcherSessionKey: W, target: { key: "t2" } });
+    await t.watch.watch({ watcherSessionKey: W, target: { key: "agent:ops:t2" } });
     t.clock.advance(11 * dayMs);
     const pruned = await t.signalLog.prune({});
     assert.equal(pruned.cursorsRemoved, 1);
     const left = await t.watch.listWatches({ watcherSessionKey: W });
-    assert.deepEqual(left.cursors.map((c) => c.target?.key), ["t2"]);
+    assert.deepEqual(left.cursors.map((c) => c.target?.key), ["agent:ops:t2"]);
   });
 
   test("shutdown ends open notice streams with UNAVAILABLE", async () => {

@@ -401,7 +401,7 @@ export class NoticeReader {
    * changed, everything that changed earlier arrives before it.
    */
   async noticesBeforeBarrier(): Promise<StaleNotice[]> {
-    const target = `barrier-${++this.barriers}-${Math.random().toString(36).slice(2)}`;
+    const target = `agent:main:barrier-${++this.barriers}-${Math.random().toString(36).slice(2)}`;
     await this.clients.signalLog.append({
       session: { key: target },
       kind: EventKind.GOAL_CHANGED,

@@ -5,7 +5,16 @@ import { cursor, input, nowMs, target } from "../support/domain-fixtures.js";
 import type { AckInput, CursorRecord, PairChange } from "../../src/domain/records.js";
 import { ReferenceModel } from "../support/reference-model.js";
 import { appendNeedsTargetCursors, eventFromAppend, isAppendGated } from "../../src/domain/append-plan.js";
-import { applyAcks, cursorEffectsFromEvent, pairChangesFromRemoved, pairKey, watchCursor } from "../../src/domain/cursor-rules.js";
+import type { SessionId } from "../../src/domain/session-key.js";
+import {
+  applyAcks,
+  cursorEffectsFromEvent,
+  hasLiveNotice,
+  pairChangesFromRemoved,
+  pairKey,
+  watchCursor,
+  watchRefusal,
+} from "../../src/domain/cursor-rules.js";
 
 const marksOf = (c: CursorRecord) => [c.watcherKey, c.acked, c.notified, c.material];
 
@@ -52,6 +61,28 @@ describe("cursor rules", () => {
     }
     assert.equal(appendNeedsTargetCursors(input("human_direct_message")), true);
     assert.equal(appendNeedsTargetCursors(input("child_spawned")), true);
+  });
+
+  test("a bare key takes no part in watching: no cursor moves on its events, Watch refuses it, its old cursors are inert", () => {
+    const bare: SessionId = { namespace: "default", agentId: "ops", key: "global" };
+    const left = { ...cursor("agent:a:w", 2, 5, 9), target: bare };
+    for (const kind of ["human_direct_message", "goal_changed", "child_spawned", "run_failed"] as const) {
+      const append = input(kind, { session: bare, notifyWatcherKeys: ["agent:a:w", "agent:b:named"] });
+      assert.deepEqual(cursorEffectsFromEvent({ sequence: 12, kind }, append, [left]), { cursorWrites: [], pairChanges: [], noticesOpened: 0 }, kind);
+      assert.equal(appendNeedsTargetCursors(append), false, kind);
+      assert.equal(isAppendGated({ ...append, onlyIfWatched: true }, [left]), true, kind);
+      assert.equal(isAppendGated(append, [left]), false, kind);
+    }
+    assert.equal(watchRefusal("agent:a:w", bare), "target is a bare key: only agent-qualified sessions (agent:<agentId>:<rest>) are watched");
+    assert.equal(watchRefusal("global", target), "watcher is not an agent-qualified session key (agent:<agentId>:<rest>)");
+    assert.equal(watchRefusal(target.key, target), "a session cannot watch itself");
+    assert.equal(watchRefusal("agent:a:w", target), undefined);
+    assert.throws(() => watchCursor("agent:a:w", bare, undefined, 3, nowMs), /bare key/u);
+    // A cursor left on a bare target by an earlier version: pending in its marks, but no notice, and an ack changes nothing.
+    assert.equal(hasLiveNotice(left), false);
+    assert.equal(hasLiveNotice(cursor("agent:a:w", 2, 5, 9)), true);
+    const acked = applyAcks([{ watcherKey: "agent:a:w", target: bare, notifiedVersion: 5 }], () => left, nowMs);
+    assert.deepEqual(acked, { outcomes: [{ acknowledged: false, reopened: false, cursor: left }], cursorWrites: [], pairChanges: [] });
   });
 
   test("acks apply in order within one call: the second ack of a pair sees the first, and the pair is written and announced once", () => {

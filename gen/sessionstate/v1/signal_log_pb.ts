@@ -88,7 +88,8 @@ export type AppendRequest = Message<"sessionstate.v1.AppendRequest"> & {
 
   /**
    * Watchers to notify (or, for EVENT_KIND_CHILD_SPAWNED, whose cursor to seed), for example the
-   * child's parent. Keys that are not agent-qualified are ignored. At most 100.
+   * child's parent. Keys that are not agent-qualified are ignored. At most 100. An event on a bare-key
+   * session moves no cursor: bare keys never take part in watching.
    *
    * @generated from field: repeated string notify_session_keys = 10;
    */
@@ -97,7 +98,7 @@ export type AppendRequest = Message<"sessionstate.v1.AppendRequest"> & {
   /**
    * When true, the event is written only if someone listens: a watcher is named in
    * notify_session_keys or a cursor targets the session. Otherwise nothing is written and
-   * recorded is false.
+   * recorded is false. No one listens to a bare-key session: there it is never written.
    *
    * @generated from field: bool only_if_watched = 11;
    */

@@ -19,6 +19,7 @@ export const file_sessionstate_v1_types: GenFile = /*@__PURE__*/
  *
  * An agent-qualified key (`agent:<agentId>:<rest>`, at least three non-empty colon-separated parts)
  * carries its agent id; a bare key (`global`, `main`, ...) belongs to the agent named in `agent_id`.
+ * Only agent-qualified sessions take part in watching, as watcher or as target.
  *
  * @generated from message sessionstate.v1.SessionRef
  */

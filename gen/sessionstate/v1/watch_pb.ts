@@ -28,7 +28,7 @@ export type WatchRequest = Message<"sessionstate.v1.WatchRequest"> & {
   watcherSessionKey: string;
 
   /**
-   * Required. The session to watch; bare keys belong to target.agent_id (default `main`).
+   * Required. The session to watch: must be agent-qualified to be watched.
    *
    * @generated from field: sessionstate.v1.SessionRef target = 2;
    */
@@ -508,8 +508,9 @@ export const Watch: GenService<{
   /**
    * Watch registers a cursor of watcher on target at the target's current state version, so history
    * before it never produces a notice. Watching an already-watched pair keeps its pending state and
-   * refreshes its lifetime. Answers watched=false with a reason when the watcher is not agent-qualified
-   * or equals the target.
+   * refreshes its lifetime. Answers watched=false with a reason when the watcher or the target is not
+   * agent-qualified (a bare key such as `global` is never watched: a notice could not say which agent's
+   * session changed), or when the watcher is the target.
    *
    * @generated from rpc sessionstate.v1.Watch.Watch
    */

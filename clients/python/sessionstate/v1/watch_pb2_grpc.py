@@ -49,8 +49,9 @@ class WatchServicer(object):
     def Watch(self, request, context):
         """Watch registers a cursor of watcher on target at the target's current state version, so history
         before it never produces a notice. Watching an already-watched pair keeps its pending state and
-        refreshes its lifetime. Answers watched=false with a reason when the watcher is not agent-qualified
-        or equals the target.
+        refreshes its lifetime. Answers watched=false with a reason when the watcher or the target is not
+        agent-qualified (a bare key such as `global` is never watched: a notice could not say which agent's
+        session changed), or when the watcher is the target.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
