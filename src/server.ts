@@ -156,7 +156,7 @@ function createGrpcServer(
   const health = new HealthState(services.map((service) => service.typeName));
   edge.addService(SignalLog, signalLogHandlers({ store, clock, retention: jobs.retention, metrics, log: logger.child({ component: "rpc" }) }));
   edge.addService(Watch, watchHandlers({ store, hub, clock, metrics }));
-  edge.addService(Reconcile, reconcileHandlers({ store, statusCacheBytes: config.statusCacheBytes, metrics }));
+  edge.addService(Reconcile, reconcileHandlers({ store, statusCacheBytes: config.statusCacheBytes, metrics }), { everyNamespace: ["listNamespaces"] });
   edge.addService(Upstream, upstreamHandlers({
       store,
       monitor: jobs.monitor,

@@ -13,3 +13,9 @@ export interface Principal {
 export function mayUseNamespace(principal: Principal, namespace: string): boolean {
   return principal.admin || principal.namespaces === "all" || principal.namespaces.has(namespace);
 }
+
+/** The namespaces `principal` may see (ListNamespaces): `undefined` for every one (an admin, `"*"`, or no authentication). */
+export function namespacesVisibleTo(principal: Principal | undefined): readonly string[] | undefined {
+  if (principal === undefined || principal.admin || principal.namespaces === "all") return undefined;
+  return [...principal.namespaces];
+}

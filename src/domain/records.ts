@@ -133,6 +133,17 @@ export interface SessionHead {
   hasUpstream: boolean;
 }
 
+/** A namespace and what it holds (ListNamespaces). */
+export interface NamespaceSummary {
+  name: string;
+  sessions: number;
+  events: number;
+  watches: number;
+  pendingNotices: number;
+  /** When an event was last appended to one of its sessions; 0 when none was. */
+  updatedAtMs: number;
+}
+
 /** An event in wire form (StateEvent bytes), with its sequence. */
 export interface EventWire {
   sequence: number;

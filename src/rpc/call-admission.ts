@@ -19,6 +19,13 @@ export const namespaceHeader = "sessionstate-namespace";
 /** Resolves a bearer token to its principal (`undefined`: unknown). */
 export type Authenticate = (token: string) => Principal | undefined;
 
+/**
+ * How a method is scoped: `public` (health: no credentials, in no namespace), `namespace` (every call is
+ * in the namespace its header names, checked against the caller's), or `every-namespace` (the caller's
+ * credentials decide what it sees across namespaces; the header is ignored: ListNamespaces).
+ */
+export type MethodScope = "public" | "namespace" | "every-namespace";
+
 /** A call that passed: its caller (undefined when authentication is off or the service is public), namespace and request. */
 export interface AdmittedCall {
   principal: Principal | undefined;
@@ -27,19 +34,19 @@ export interface AdmittedCall {
 }
 
 /**
- * Admits a call or says why not: its bearer token (when `authenticate` is given), its namespace (public
- * services are in none: `default`) and its request bytes, decoded as `method`'s input.
+ * Admits a call or says why not: its bearer token (when `authenticate` is given), its namespace (a public
+ * method, or one across namespaces, is in none: `default`) and its request bytes, decoded as `method`'s input.
  */
 export function admitCall(
   method: DescMethod,
   metadata: Metadata,
   requestBytes: Buffer,
   authenticate: Authenticate | undefined,
-  isPublic: boolean,
+  methodScope: MethodScope,
 ): AdmittedCall | { status: Status } {
   const auth = authenticateCall(metadata, authenticate);
   if ("status" in auth) return auth;
-  const scope = isPublic ? { namespace: defaultNamespace } : namespaceFromCall(metadata, auth.principal);
+  const scope = methodScope === "namespace" ? namespaceFromCall(metadata, auth.principal) : { namespace: defaultNamespace };
   if ("status" in scope) return scope;
   const decoded = decodeRequest(method, requestBytes);
   if ("status" in decoded) return decoded;

@@ -8,7 +8,7 @@ import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import type { Server, status as GrpcStatus, UntypedServiceImplementation } from "@grpc/grpc-js";
 import type { Logger } from "../logger.js";
-import { notServing, shuttingDown, type Authenticate } from "./call-admission.js";
+import { notServing, shuttingDown, type Authenticate, type MethodScope } from "./call-admission.js";
 import { OpenStreams, type StreamLimits } from "./open-streams.js";
 import type { CallGate } from "./call-gate.js";
 import { serverStreamCall } from "./server-streams.js";
@@ -52,16 +52,22 @@ export class RpcEdge {
 
   /**
    * Registers a generated service with its handlers. A `public` service (health) needs no credentials
-   * even when authentication is on.
+   * even when authentication is on; the methods named in `everyNamespace` ignore the namespace header
+   * (their handlers answer what the caller's credentials allow across namespaces).
    */
-  addService<S extends GenServiceMethods>(service: GenService<S>, handlers: ServiceHandlers<S>, { isPublic = false } = {}): void {
+  addService<S extends GenServiceMethods>(
+    service: GenService<S>,
+    handlers: ServiceHandlers<S>,
+    { isPublic = false, everyNamespace = [] }: { isPublic?: boolean; everyNamespace?: readonly (keyof S)[] } = {},
+  ): void {
     const authenticate = isPublic ? undefined : this.options.authenticate;
     const implementation: UntypedServiceImplementation = {};
     for (const method of Object.values(service.method) as DescMethod[]) {
       const handler = (handlers as Record<string, unknown>)[method.localName];
+      const scope: MethodScope = isPublic ? "public" : everyNamespace.includes(method.localName as keyof S) ? "every-namespace" : "namespace";
       switch (method.methodKind) {
         case "unary":
-          implementation[method.localName] = this.unary.handler(method, handler as UnaryHandler<DescMessage, DescMessage>, authenticate, isPublic);
+          implementation[method.localName] = this.unary.handler(method, handler as UnaryHandler<DescMessage, DescMessage>, authenticate, scope);
           break;
         case "server_streaming":
           implementation[method.localName] = serverStreamCall(
@@ -70,7 +76,7 @@ export class RpcEdge {
             this.gate,
             this.streams,
             authenticate,
-            isPublic,
+            scope,
           );
           break;
         case "client_streaming":

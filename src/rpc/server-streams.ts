@@ -9,7 +9,7 @@ import type { DescMessage, DescMethod, MessageInitShape } from "@bufbuild/protob
 import { status as GrpcStatus, type ServerWritableStream } from "@grpc/grpc-js";
 import type { WireMessage } from "../codec/wire-message.js";
 import { encodeResponse, type CallGate } from "./call-gate.js";
-import { admitCall, type Authenticate, type Status } from "./call-admission.js";
+import { admitCall, type Authenticate, type MethodScope, type Status } from "./call-admission.js";
 import type { OpenStreams } from "./open-streams.js";
 import { methodPath, type CallContext, type ServerStreamHandler } from "./service-adapter.js";
 import { statusFromError } from "./status-from-error.js";
@@ -21,9 +21,10 @@ export function serverStreamCall(
   gate: CallGate,
   streams: OpenStreams,
   authenticate: Authenticate | undefined,
-  isPublic: boolean,
+  scope: MethodScope,
 ): (call: ServerWritableStream<Buffer, Buffer>) => void {
   const path = methodPath(method);
+  const isPublic = scope === "public";
   return (call) => {
     const started = performance.now();
     const observe = (code: GrpcStatus): void => gate.observe?.(path, code, (performance.now() - started) / 1000);
@@ -33,7 +34,7 @@ export function serverStreamCall(
     };
     const refusal = gate.refusal(isPublic);
     if (refusal !== undefined) return refuse(refusal);
-    const admitted = admitCall(method, call.metadata, call.request, authenticate, isPublic);
+    const admitted = admitCall(method, call.metadata, call.request, authenticate, scope);
     if ("status" in admitted) return refuse(admitted.status);
 
     const abort = new AbortController();

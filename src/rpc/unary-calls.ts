@@ -5,7 +5,7 @@
 import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import { status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from "@grpc/grpc-js";
 import type { Principal } from "../domain/principal.js";
-import { admitCall, shuttingDown, type Authenticate, type Status } from "./call-admission.js";
+import { admitCall, shuttingDown, type Authenticate, type MethodScope, type Status } from "./call-admission.js";
 import { encodeResponse, type CallGate } from "./call-gate.js";
 import { methodPath, type CallContext, type UnaryHandler } from "./service-adapter.js";
 import { statusFromError } from "./status-from-error.js";
@@ -22,7 +22,7 @@ export class UnaryCalls {
     method: DescMethod,
     handler: UnaryHandler<DescMessage, DescMessage>,
     authenticate: Authenticate | undefined,
-    isPublic: boolean,
+    scope: MethodScope,
   ): (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => void {
     const path = methodPath(method);
     const { gate } = this;
@@ -38,10 +38,10 @@ export class UnaryCalls {
         rawCallback(err, value);
       };
       const answerNow = (status: Status): void => callback(status);
-      const refusal = gate.refusal(isPublic);
+      const refusal = gate.refusal(scope === "public");
       if (refusal !== undefined) return callback(refusal);
       this.inFlight.add(answerNow);
-      const admitted = admitCall(method, call.metadata, call.request, authenticate, isPublic);
+      const admitted = admitCall(method, call.metadata, call.request, authenticate, scope);
       if ("status" in admitted) return callback(admitted.status);
       const context = new UnaryCallContext(path, admitted.principal, admitted.namespace, call);
       Promise.resolve()

@@ -6,7 +6,8 @@ import type { Store } from "../store/store.js";
 import { agentPageFromRequest, authorizeAgents } from "./authorize.js";
 import { sessionStatusResponse } from "../codec/response-codec.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
-import { paginate } from "./page-token.js";
+import { decodePageToken, pageSizeFromRequest, paginate } from "./page-token.js";
+import { namespacesVisibleTo } from "../domain/principal.js";
 import { StatusAnswerCache } from "./status-cache.js";
 import type { Metrics } from "../metrics.js";
 
@@ -67,6 +68,23 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
           updatedAt: timestampFromMs(head.updatedAtMs),
           prunedThrough: BigInt(head.prunedThrough),
           hasUpstream: head.hasUpstream,
+        })),
+        nextPageToken,
+      };
+    },
+    listNamespaces: async (request, context) => {
+      const limit = pageSizeFromRequest("page_size", request.pageSize);
+      const after = decodePageToken("page_token", request.pageToken, 1)?.[0];
+      const rows = await store.listNamespaces({ after, only: namespacesVisibleTo(context.principal), limit: limit + 1 });
+      const { page, nextPageToken } = paginate(rows, limit, (row) => [row.name]);
+      return {
+        namespaces: page.map((row) => ({
+          name: row.name,
+          sessions: BigInt(row.sessions),
+          events: BigInt(row.events),
+          watches: BigInt(row.watches),
+          pendingNotices: BigInt(row.pendingNotices),
+          ...(row.updatedAtMs > 0 ? { updatedAt: timestampFromMs(row.updatedAtMs) } : {}),
         })),
         nextPageToken,
       };

@@ -13,6 +13,7 @@ import type {
   ScanCommit,
   AppendInput,
   AppendOutcome,
+  NamespaceSummary,
   SessionHead,
   SessionStatus,
   PruneStep,
@@ -143,6 +144,11 @@ export interface Store {
   databaseBytes(): Promise<ReadonlyArray<readonly [file: string, bytes: number]>>;
   /** How many pairs have a pending notice. */
   countPendingNotices(): Promise<number>;
+  /**
+   * The namespaces that hold a session or a cursor, by name, strictly after `after`; only those in `only`
+   * when given. Their counts are kept as the data changes: nothing here counts a table.
+   */
+  listNamespaces(filter: { after?: string | undefined; only?: readonly string[] | undefined; limit: number }): Promise<NamespaceSummary[]>;
   /**
    * Takes or renews the lease of `job` (a job that runs on one replica at a time) for `holder` for
    * `ttlMs`; true while `holder` holds it. A lease not renewed in time passes to the next who asks.

@@ -17,6 +17,7 @@ import { SignalLog } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import { EventKind } from "../../gen/sessionstate/v1/types_pb.js";
 import { Upstream } from "../../gen/sessionstate/v1/upstream_pb.js";
 import { Watch } from "../../gen/sessionstate/v1/watch_pb.js";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { hashToken } from "../../src/rpc/tokens.js";
 import { onBackend, skipBackend, testBackend, testCluster } from "../support/backend.js";
 import { assertStatus, goal, human, startTestServer, status, subscribe, tempDir, type TestServer } from "../support/helpers.js";
@@ -296,6 +297,103 @@ describe(onBackend("namespaces in tokens"), { skip: skipBackend }, () => {
     } finally {
       client.close();
       wrong.close();
+    }
+  });
+});
+
+describe(onBackend("ListNamespaces"), { skip: skipBackend }, () => {
+  const dir = tempDir();
+  const tokensFile = join(dir.dir, "tokens.json");
+  const secrets = { teamA: "team-a-token-7f01", everywhere: "star-token-93c2", admin: "admin-token-4d5e", plain: "plain-token-a6b7" };
+  let t: TestServer;
+
+  before(async () => {
+    writeFileSync(
+      tokensFile,
+      JSON.stringify({
+        tokens: [
+          { name: "gateway-a", sha256: hashToken(secrets.teamA), agents: ["main"], namespaces: ["team-a"] },
+          { name: "gateway-any", sha256: hashToken(secrets.everywhere), agents: ["main"], namespaces: ["*"] },
+          { name: "operator", sha256: hashToken(secrets.admin), admin: true },
+          { name: "gateway-default", sha256: hashToken(secrets.plain), agents: ["main"] },
+        ],
+      }),
+    );
+    t = await startTestServer({ tokensFile });
+    const inNamespace = (namespace: string) => clientsIn(t.server.address, namespace, secrets.admin);
+    const [plainNs, teamA, teamB, teamC] = [inNamespace("default"), inNamespace("team-a"), inNamespace("team-b"), inNamespace("team-c")];
+    try {
+      await plainNs.signalLog.append(goal(T));
+      await teamA.watch.watch({ watcherSessionKey: W, target: { key: T } });
+      await teamA.signalLog.append(human(T));
+      await teamA.signalLog.append(goal(S));
+      // A cursor and no session: listed, with no update time.
+      await teamB.watch.watch({ watcherSessionKey: W, target: { key: T } });
+      // Everything removed again: not listed.
+      await teamC.signalLog.append(goal(T));
+      await teamC.signalLog.deleteSession({ session: { key: T } });
+    } finally {
+      for (const c of [plainNs, teamA, teamB, teamC]) c.close();
+    }
+  });
+  after(async () => {
+    await t.dispose();
+    dir.remove();
+  });
+
+  /** Every namespace a token sees, page by page (with the header `namespace`, which ListNamespaces ignores). */
+  async function listed(token: string, namespace?: string, pageSize = 0): Promise<{ pages: number; rows: unknown[] }> {
+    const c = clientsIn(t.server.address, namespace, token);
+    try {
+      const rows: unknown[] = [];
+      let pageToken = "";
+      let pages = 0;
+      do {
+        const page = await c.reconcile.listNamespaces({ pageSize, pageToken });
+        pages++;
+        rows.push(
+          ...page.namespaces.map((n) => [n.name, n.sessions, n.events, n.watches, n.pendingNotices, n.updatedAt === undefined ? "never" : "updated"]),
+        );
+        pageToken = page.nextPageToken;
+      } while (pageToken !== "");
+      return { pages, rows };
+    } finally {
+      c.close();
+    }
+  }
+
+  test("it lists the namespaces holding a session or a cursor, with exact counts, whatever the namespace header", async () => {
+    const all = [
+      ["default", 1n, 1n, 0n, 0n, "updated"],
+      ["team-a", 2n, 2n, 1n, 1n, "updated"],
+      ["team-b", 0n, 0n, 1n, 0n, "never"],
+    ];
+    assert.deepEqual(await listed(secrets.admin), { pages: 1, rows: all });
+    assert.deepEqual(await listed(secrets.admin, "team-q", 2), { pages: 2, rows: all });
+    assert.deepEqual(await listed(secrets.everywhere, "team-b"), { pages: 1, rows: all });
+    const c = clientsIn(t.server.address, "team-a", secrets.admin);
+    try {
+      const [teamA] = (await c.reconcile.listNamespaces({ pageSize: 1, pageToken: (await c.reconcile.listNamespaces({ pageSize: 1 })).nextPageToken })).namespaces;
+      assert.equal(teamA?.name, "team-a");
+      assert.deepEqual(teamA?.updatedAt, timestampFromMs(t.clock.nowMs()));
+    } finally {
+      c.close();
+    }
+  });
+
+  test("a token sees exactly the namespaces it may use, even without a header it could use elsewhere", async () => {
+    assert.deepEqual((await listed(secrets.teamA)).rows, [["team-a", 2n, 2n, 1n, 1n, "updated"]]);
+    assert.deepEqual((await listed(secrets.plain, "team-a")).rows, [["default", 1n, 1n, 0n, 0n, "updated"]]);
+    await assertStatus(listed("not-a-token"), status.UNAUTHENTICATED, "unknown bearer token");
+  });
+
+  test("a bad page token or page size is INVALID_ARGUMENT naming the field", async () => {
+    const c = clientsIn(t.server.address, undefined, secrets.admin);
+    try {
+      await assertStatus(c.reconcile.listNamespaces({ pageToken: "bogus" }), status.INVALID_ARGUMENT, "page_token:");
+      await assertStatus(c.reconcile.listNamespaces({ pageSize: -1 }), status.INVALID_ARGUMENT, "page_size:");
+    } finally {
+      c.close();
     }
   });
 });

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sessionstate/v1/reconcile.proto.
  */
 export const file_sessionstate_v1_reconcile: GenFile = /*@__PURE__*/
-  fileDesc("Ch9zZXNzaW9uc3RhdGUvdjEvcmVjb25jaWxlLnByb3RvEg9zZXNzaW9uc3RhdGUudjEigQEKFFNlc3Npb25TdGF0dXNSZXF1ZXN0EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIaCg1jaGFuZ2VzX3NpbmNlGAIgASgDSACIAQESDQoFbGltaXQYAyABKAVCEAoOX2NoYW5nZXNfc2luY2UikgEKFVNlc3Npb25TdGF0dXNSZXNwb25zZRIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSFQoNc3RhdGVfdmVyc2lvbhgCIAEoAxI0Cg1zdGF0ZV9jaGFuZ2VzGAMgASgLMh0uc2Vzc2lvbnN0YXRlLnYxLlN0YXRlQ2hhbmdlcyKIAQoMU3RhdGVDaGFuZ2VzEisKBmV2ZW50cxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TdGF0ZUV2ZW50EhMKC2hpc3RvcnlfZ2FwGAIgASgIEhEKCXRydW5jYXRlZBgDIAEoCBIjChtlYXJsaWVzdF9hdmFpbGFibGVfc2VxdWVuY2UYBCABKAMiTgoTTGlzdFNlc3Npb25zUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJiChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIxCghzZXNzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiswEKDlNlc3Npb25TdW1tYXJ5EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIVCg1zdGF0ZV92ZXJzaW9uGAIgASgDEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDnBydW5lZF90aHJvdWdoGAQgASgDEhQKDGhhc191cHN0cmVhbRgFIAEoCCJIChdHZXRTdGF0ZVZlcnNpb25zUmVxdWVzdBItCghzZXNzaW9ucxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmIk0KGEdldFN0YXRlVmVyc2lvbnNSZXNwb25zZRIxCgh2ZXJzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uVmVyc2lvbiJsCg5TZXNzaW9uVmVyc2lvbhIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSGgoNc3RhdGVfdmVyc2lvbhgCIAEoA0gAiAEBQhAKDl9zdGF0ZV92ZXJzaW9uMrECCglSZWNvbmNpbGUSXgoNU2Vzc2lvblN0YXR1cxIlLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3RhdHVzUmVxdWVzdBomLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3RhdHVzUmVzcG9uc2USWwoMTGlzdFNlc3Npb25zEiQuc2Vzc2lvbnN0YXRlLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaJS5zZXNzaW9uc3RhdGUudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USZwoQR2V0U3RhdGVWZXJzaW9ucxIoLnNlc3Npb25zdGF0ZS52MS5HZXRTdGF0ZVZlcnNpb25zUmVxdWVzdBopLnNlc3Npb25zdGF0ZS52MS5HZXRTdGF0ZVZlcnNpb25zUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_sessionstate_v1_types]);
+  fileDesc("Ch9zZXNzaW9uc3RhdGUvdjEvcmVjb25jaWxlLnByb3RvEg9zZXNzaW9uc3RhdGUudjEigQEKFFNlc3Npb25TdGF0dXNSZXF1ZXN0EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIaCg1jaGFuZ2VzX3NpbmNlGAIgASgDSACIAQESDQoFbGltaXQYAyABKAVCEAoOX2NoYW5nZXNfc2luY2UikgEKFVNlc3Npb25TdGF0dXNSZXNwb25zZRIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSFQoNc3RhdGVfdmVyc2lvbhgCIAEoAxI0Cg1zdGF0ZV9jaGFuZ2VzGAMgASgLMh0uc2Vzc2lvbnN0YXRlLnYxLlN0YXRlQ2hhbmdlcyKIAQoMU3RhdGVDaGFuZ2VzEisKBmV2ZW50cxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TdGF0ZUV2ZW50EhMKC2hpc3RvcnlfZ2FwGAIgASgIEhEKCXRydW5jYXRlZBgDIAEoCBIjChtlYXJsaWVzdF9hdmFpbGFibGVfc2VxdWVuY2UYBCABKAMiTgoTTGlzdFNlc3Npb25zUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJiChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIxCghzZXNzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiswEKDlNlc3Npb25TdW1tYXJ5EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIVCg1zdGF0ZV92ZXJzaW9uGAIgASgDEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDnBydW5lZF90aHJvdWdoGAQgASgDEhQKDGhhc191cHN0cmVhbRgFIAEoCCJIChdHZXRTdGF0ZVZlcnNpb25zUmVxdWVzdBItCghzZXNzaW9ucxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmIk0KGEdldFN0YXRlVmVyc2lvbnNSZXNwb25zZRIxCgh2ZXJzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uVmVyc2lvbiJsCg5TZXNzaW9uVmVyc2lvbhIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSGgoNc3RhdGVfdmVyc2lvbhgCIAEoA0gAiAEBQhAKDl9zdGF0ZV92ZXJzaW9uIj4KFUxpc3ROYW1lc3BhY2VzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJoChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEjUKCm5hbWVzcGFjZXMYASADKAsyIS5zZXNzaW9uc3RhdGUudjEuTmFtZXNwYWNlU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkinAEKEE5hbWVzcGFjZVN1bW1hcnkSDAoEbmFtZRgBIAEoCRIQCghzZXNzaW9ucxgCIAEoAxIOCgZldmVudHMYAyABKAMSDwoHd2F0Y2hlcxgEIAEoAxIXCg9wZW5kaW5nX25vdGljZXMYBSABKAMSLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAylAMKCVJlY29uY2lsZRJeCg1TZXNzaW9uU3RhdHVzEiUuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25TdGF0dXNSZXF1ZXN0GiYuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25TdGF0dXNSZXNwb25zZRJbCgxMaXN0U2Vzc2lvbnMSJC5zZXNzaW9uc3RhdGUudjEuTGlzdFNlc3Npb25zUmVxdWVzdBolLnNlc3Npb25zdGF0ZS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJnChBHZXRTdGF0ZVZlcnNpb25zEiguc2Vzc2lvbnN0YXRlLnYxLkdldFN0YXRlVmVyc2lvbnNSZXF1ZXN0Gikuc2Vzc2lvbnN0YXRlLnYxLkdldFN0YXRlVmVyc2lvbnNSZXNwb25zZRJhCg5MaXN0TmFtZXNwYWNlcxImLnNlc3Npb25zdGF0ZS52MS5MaXN0TmFtZXNwYWNlc1JlcXVlc3QaJy5zZXNzaW9uc3RhdGUudjEuTGlzdE5hbWVzcGFjZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_sessionstate_v1_types]);
 
 /**
  * SessionStatusRequest asks for one session's status.
@@ -312,6 +312,118 @@ export const SessionVersionSchema: GenMessage<SessionVersion> = /*@__PURE__*/
   messageDesc(file_sessionstate_v1_reconcile, 8);
 
 /**
+ * ListNamespacesRequest pages through namespaces.
+ *
+ * @generated from message sessionstate.v1.ListNamespacesRequest
+ */
+export type ListNamespacesRequest = Message<"sessionstate.v1.ListNamespacesRequest"> & {
+  /**
+   * Page size: 0 means 100; at most 1000.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of the previous page; empty for the first page.
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message sessionstate.v1.ListNamespacesRequest.
+ * Use `create(ListNamespacesRequestSchema)` to create a new message.
+ */
+export const ListNamespacesRequestSchema: GenMessage<ListNamespacesRequest> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_reconcile, 9);
+
+/**
+ * ListNamespacesResponse is one page of namespaces.
+ *
+ * @generated from message sessionstate.v1.ListNamespacesResponse
+ */
+export type ListNamespacesResponse = Message<"sessionstate.v1.ListNamespacesResponse"> & {
+  /**
+   * The namespaces of this page, by name.
+   *
+   * @generated from field: repeated sessionstate.v1.NamespaceSummary namespaces = 1;
+   */
+  namespaces: NamespaceSummary[];
+
+  /**
+   * Token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message sessionstate.v1.ListNamespacesResponse.
+ * Use `create(ListNamespacesResponseSchema)` to create a new message.
+ */
+export const ListNamespacesResponseSchema: GenMessage<ListNamespacesResponse> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_reconcile, 10);
+
+/**
+ * NamespaceSummary is one namespace and what it holds.
+ *
+ * @generated from message sessionstate.v1.NamespaceSummary
+ */
+export type NamespaceSummary = Message<"sessionstate.v1.NamespaceSummary"> & {
+  /**
+   * The namespace's name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Sessions that have a head.
+   *
+   * @generated from field: int64 sessions = 2;
+   */
+  sessions: bigint;
+
+  /**
+   * Events retained in the log.
+   *
+   * @generated from field: int64 events = 3;
+   */
+  events: bigint;
+
+  /**
+   * Watcher/target pairs (cursors).
+   *
+   * @generated from field: int64 watches = 4;
+   */
+  watches: bigint;
+
+  /**
+   * Pairs with a pending notice.
+   *
+   * @generated from field: int64 pending_notices = 5;
+   */
+  pendingNotices: bigint;
+
+  /**
+   * When an event was last appended to one of its sessions; absent when none was.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 6;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message sessionstate.v1.NamespaceSummary.
+ * Use `create(NamespaceSummarySchema)` to create a new message.
+ */
+export const NamespaceSummarySchema: GenMessage<NamespaceSummary> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_reconcile, 11);
+
+/**
  * Reconcile is the read side: exact "what changed since version V" answers. It never moves a cursor.
  *
  * @generated from service sessionstate.v1.Reconcile
@@ -348,6 +460,19 @@ export const Reconcile: GenService<{
     methodKind: "unary";
     input: typeof GetStateVersionsRequestSchema;
     output: typeof GetStateVersionsResponseSchema;
+  },
+  /**
+   * ListNamespaces pages through the namespaces that hold a session or a cursor, ordered by name, with
+   * their counts, exact at the moment of the answer (kept as the data changes: no scan of the log). It
+   * ignores the sessionstate-namespace header: it lists every namespace the caller's token may use (an
+   * admin token, or authentication off: all of them).
+   *
+   * @generated from rpc sessionstate.v1.Reconcile.ListNamespaces
+   */
+  listNamespaces: {
+    methodKind: "unary";
+    input: typeof ListNamespacesRequestSchema;
+    output: typeof ListNamespacesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_sessionstate_v1_reconcile, 0);

@@ -9,6 +9,7 @@ import type {
   CursorRecord,
   CursorsRead,
   LinkRecord,
+  NamespaceSummary,
   PairChange,
   PruneStep,
   RetentionPolicy,
@@ -391,6 +392,10 @@ export class PostgresStore implements Store {
 
   countPendingNotices(): Promise<number> {
     return this.namespaces.countPending();
+  }
+
+  listNamespaces(filter: Parameters<Store["listNamespaces"]>[0]): Promise<NamespaceSummary[]> {
+    return this.namespaces.list(filter.after, filter.only, filter.limit);
   }
 
   tryLease(job: string, holder: string, ttlMs: number): Promise<boolean> {

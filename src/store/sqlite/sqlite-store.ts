@@ -12,6 +12,7 @@ import type {
   CursorRecord,
   CursorsRead,
   LinkRecord,
+  NamespaceSummary,
   PairChange,
   PruneStep,
   RetentionPolicy,
@@ -349,6 +350,10 @@ export class SqliteStore implements Store {
 
   async countPendingNotices(): Promise<number> {
     return this.namespaces.countPending();
+  }
+
+  async listNamespaces(filter: Parameters<Store["listNamespaces"]>[0]): Promise<NamespaceSummary[]> {
+    return this.namespaces.list(filter.after, filter.only, filter.limit);
   }
 
   /** Always true: this process owns the database file, so no other process runs its jobs. */

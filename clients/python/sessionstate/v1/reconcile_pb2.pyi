@@ -19,6 +19,22 @@ class GetStateVersionsResponse(_message.Message):
     versions: _containers.RepeatedCompositeFieldContainer[SessionVersion]
     def __init__(self, versions: _Optional[_Iterable[_Union[SessionVersion, _Mapping]]] = ...) -> None: ...
 
+class ListNamespacesRequest(_message.Message):
+    __slots__ = ["page_size", "page_token"]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListNamespacesResponse(_message.Message):
+    __slots__ = ["namespaces", "next_page_token"]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespaces: _containers.RepeatedCompositeFieldContainer[NamespaceSummary]
+    next_page_token: str
+    def __init__(self, namespaces: _Optional[_Iterable[_Union[NamespaceSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
 class ListSessionsRequest(_message.Message):
     __slots__ = ["agent_id", "page_size", "page_token"]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -36,6 +52,22 @@ class ListSessionsResponse(_message.Message):
     next_page_token: str
     sessions: _containers.RepeatedCompositeFieldContainer[SessionSummary]
     def __init__(self, sessions: _Optional[_Iterable[_Union[SessionSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class NamespaceSummary(_message.Message):
+    __slots__ = ["events", "name", "pending_notices", "sessions", "updated_at", "watches"]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PENDING_NOTICES_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    WATCHES_FIELD_NUMBER: _ClassVar[int]
+    events: int
+    name: str
+    pending_notices: int
+    sessions: int
+    updated_at: _timestamp_pb2.Timestamp
+    watches: int
+    def __init__(self, name: _Optional[str] = ..., sessions: _Optional[int] = ..., events: _Optional[int] = ..., watches: _Optional[int] = ..., pending_notices: _Optional[int] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class SessionStatusRequest(_message.Message):
     __slots__ = ["changes_since", "limit", "session"]

@@ -30,6 +30,11 @@ class ReconcileStub(object):
                 request_serializer=sessionstate_dot_v1_dot_reconcile__pb2.GetStateVersionsRequest.SerializeToString,
                 response_deserializer=sessionstate_dot_v1_dot_reconcile__pb2.GetStateVersionsResponse.FromString,
                 )
+        self.ListNamespaces = channel.unary_unary(
+                '/sessionstate.v1.Reconcile/ListNamespaces',
+                request_serializer=sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesRequest.SerializeToString,
+                response_deserializer=sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesResponse.FromString,
+                )
 
 
 class ReconcileServicer(object):
@@ -59,6 +64,16 @@ class ReconcileServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListNamespaces(self, request, context):
+        """ListNamespaces pages through the namespaces that hold a session or a cursor, ordered by name, with
+        their counts, exact at the moment of the answer (kept as the data changes: no scan of the log). It
+        ignores the sessionstate-namespace header: it lists every namespace the caller's token may use (an
+        admin token, or authentication off: all of them).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReconcileServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -76,6 +91,11 @@ def add_ReconcileServicer_to_server(servicer, server):
                     servicer.GetStateVersions,
                     request_deserializer=sessionstate_dot_v1_dot_reconcile__pb2.GetStateVersionsRequest.FromString,
                     response_serializer=sessionstate_dot_v1_dot_reconcile__pb2.GetStateVersionsResponse.SerializeToString,
+            ),
+            'ListNamespaces': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListNamespaces,
+                    request_deserializer=sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesRequest.FromString,
+                    response_serializer=sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -136,5 +156,22 @@ class Reconcile(object):
         return grpc.experimental.unary_unary(request, target, '/sessionstate.v1.Reconcile/GetStateVersions',
             sessionstate_dot_v1_dot_reconcile__pb2.GetStateVersionsRequest.SerializeToString,
             sessionstate_dot_v1_dot_reconcile__pb2.GetStateVersionsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListNamespaces(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sessionstate.v1.Reconcile/ListNamespaces',
+            sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesRequest.SerializeToString,
+            sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
