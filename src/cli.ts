@@ -3,7 +3,7 @@ import { mcpCommand, mcpUsage } from "./commands/mcp-command.js";
 import { statusCommand, statusUsage } from "./commands/status-command.js";
 import { tailCommand, tailUsage } from "./commands/tail-command.js";
 import { tokenCommand, tokenUsage } from "./commands/token-command.js";
-import { ConfigError, loadConfig, settingNames } from "./config.js";
+import { ConfigError, loadConfig, settingsUsage } from "./config.js";
 import { asksForHelp, asksForVersion, packageVersion } from "./command-line.js";
 import { createLogger } from "./logger.js";
 import { startServer } from "./server.js";
@@ -11,8 +11,11 @@ import { DatabaseInUseError } from "./store/sqlite/open-database.js";
 
 const serveUsage = `usage: sessionstate serve [flags]
 
-flags (each also an environment variable; flags win):
-${settingNames.map((name) => `  ${name}`).join("\n")}
+Runs the service. Every flag is also an environment variable; flags win over variables, variables over
+the defaults. Every value is checked at start-up, and every bad one is reported at once (exit code 2).
+
+flags:
+${settingsUsage()}
 `;
 
 const usage = `usage: sessionstate <command> [flags]

@@ -93,40 +93,377 @@ export class ConfigError extends Error {
   }
 }
 
-const settings = {
-  db: { env: "SESSIONSTATE_DB" },
-  "db-schema": { env: "SESSIONSTATE_DB_SCHEMA" },
-  "node-id": { env: "SESSIONSTATE_NODE_ID" },
-  listen: { env: "SESSIONSTATE_LISTEN" },
-  durability: { env: "SESSIONSTATE_DURABILITY" },
-  "retention-days": { env: "SESSIONSTATE_RETENTION_DAYS" },
-  "max-events": { env: "SESSIONSTATE_MAX_EVENTS" },
-  "prune-interval-ms": { env: "SESSIONSTATE_PRUNE_INTERVAL_MS" },
-  "log-level": { env: "SESSIONSTATE_LOG_LEVEL" },
-  "transcript-root": { env: "SESSIONSTATE_TRANSCRIPT_ROOT" },
-  "monitor-interval-ms": { env: "SESSIONSTATE_MONITOR_INTERVAL_MS" },
-  "max-line-bytes": { env: "SESSIONSTATE_MAX_LINE_BYTES" },
-  "synthetic-prefixes": { env: "SESSIONSTATE_SYNTHETIC_PREFIXES" },
-  "tokens-file": { env: "SESSIONSTATE_TOKENS_FILE" },
-  "tls-cert": { env: "SESSIONSTATE_TLS_CERT" },
-  "tls-key": { env: "SESSIONSTATE_TLS_KEY" },
-  "tls-client-ca": { env: "SESSIONSTATE_TLS_CLIENT_CA" },
-  "metrics-listen": { env: "SESSIONSTATE_METRICS_LISTEN" },
-  "max-request-bytes": { env: "SESSIONSTATE_MAX_REQUEST_BYTES" },
-  "status-cache-bytes": { env: "SESSIONSTATE_STATUS_CACHE_BYTES" },
-  "sqlite-cache-bytes": { env: "SESSIONSTATE_SQLITE_CACHE_BYTES" },
-  "max-streams-per-connection": { env: "SESSIONSTATE_MAX_STREAMS_PER_CONNECTION" },
-  "max-streams": { env: "SESSIONSTATE_MAX_STREAMS" },
-} as const;
-type SettingName = keyof typeof settings;
+/** The files the TLS settings name, read while the settings are, checked together after. */
+interface TlsFiles {
+  cert?: Buffer;
+  key?: Buffer;
+  clientCa?: Buffer;
+}
 
-const insecureBindEnv = "SESSIONSTATE_INSECURE_BIND";
+/**
+ * One setting of `serve`: its flag and environment variable, its default as a person reads it, what it
+ * means (Markdown: the README's configuration table, and `serve --help` without the marks), and how its
+ * text becomes configuration. `read` sets what it reads on `config` and answers what is wrong with the
+ * text, if anything (the caller names the flag or variable it came from).
+ */
+export interface Setting {
+  /** The flag without its dashes. */
+  readonly flag: string;
+  /** What the flag takes, as usage shows it (`PATH`, `N`); absent for a switch (`--insecure-bind`). */
+  readonly value?: string;
+  readonly env: string;
+  /** The default, as shown; `literal` ones are values (shown as code), others words ("none"). */
+  readonly shownDefault: { text: string; literal: boolean };
+  readonly meaning: string;
+  read(text: string, config: Config, tls: TlsFiles): string | undefined;
+}
 
-/** The flags and environment variables `serve` understands, for usage text. */
-export const settingNames = [
-  ...Object.entries(settings).map(([flag, { env }]) => `--${flag} (${env})`),
-  `--insecure-bind (${insecureBindEnv}=1)`,
+/** A whole number from `min` to `max`. */
+function wholeNumber(text: string, min: number, max: number): { value: number } | { problem: string } {
+  const value = Number(text);
+  if (!/^\d+$/u.test(text.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+    return { problem: `must be a whole number from ${min} to ${max} (got "${text}")` };
+  }
+  return { value };
+}
+
+/** A setting that is a whole number from `min` to `max`, stored as `key`. */
+function integerSetting(
+  flag: string,
+  key: { [K in keyof Config]: Config[K] extends number ? K : never }[keyof Config],
+  min: number,
+  max: number,
+  meaning: string,
+): Setting {
+  return {
+    flag,
+    value: "N",
+    env: envName(flag),
+    shownDefault: { text: String(defaultConfig[key]), literal: true },
+    meaning,
+    read(text, config) {
+      const parsed = wholeNumber(text, min, max);
+      if ("problem" in parsed) return parsed.problem;
+      config[key] = parsed.value;
+      return undefined;
+    },
+  };
+}
+
+/** One of `allowed`. */
+function choiceOf<T extends string>(text: string, allowed: readonly T[]): { value: T } | { problem: string } {
+  return (allowed as readonly string[]).includes(text) ? { value: text as T } : { problem: `must be one of ${allowed.join(", ")} (got "${text}")` };
+}
+
+/** The bytes of the file `path` names. */
+function readFile(path: string): { value: Buffer } | { problem: string } {
+  try {
+    return { value: readFileSync(path) };
+  } catch {
+    return { problem: `cannot read "${path}"` };
+  }
+}
+
+/** A HOST:PORT setting. */
+function addressOf(text: string): { value: { host: string; port: number } } | { problem: string } {
+  const address = parseHostPort(text);
+  return address === undefined ? { problem: `must be HOST:PORT with a port from 0 to 65535 (got "${text}")` } : { value: address };
+}
+
+/** A switch's variable: 1 or true, 0 or false. */
+function switchOf(text: string): { value: boolean } | { problem: string } {
+  const lower = text.trim().toLowerCase();
+  if (lower === "1" || lower === "true") return { value: true };
+  if (lower === "0" || lower === "false") return { value: false };
+  return { problem: `must be 1, true, 0 or false (got "${text}")` };
+}
+
+function envName(flag: string): string {
+  return `SESSIONSTATE_${flag.toUpperCase().replaceAll("-", "_")}`;
+}
+
+/** Sets `config[key]` to what `parse` makes of the text, or answers its problem. */
+function parsed<T>(result: { value: T } | { problem: string }, set: (value: T) => void): string | undefined {
+  if ("problem" in result) return result.problem;
+  set(result.value);
+  return undefined;
+}
+
+/**
+ * Every setting of `serve`, in the order usage and the README list them: the one place each is defined.
+ * `serve --help`, the README's configuration table (test/server/settings.test.ts holds it to this) and
+ * `loadConfig` all come from it.
+ */
+export const settings: readonly Setting[] = [
+  {
+    flag: "db",
+    value: "PATH|URL",
+    env: "SESSIONSTATE_DB",
+    shownDefault: { text: defaultConfig.dbPath, literal: true },
+    meaning:
+      "the SQLite database (created, with its folder, if missing), or a PostgreSQL URL (`postgres://…` or `postgresql://…`, as libpq takes it) for replicas: see [Replicas on PostgreSQL](docs/replicas.md); any other URL is refused",
+    read(text, config) {
+      if (text.trim() === "") return "must not be empty";
+      if (looksLikeUrl(text) && !isPostgresUrl(text)) {
+        return `must be a SQLite file path or a postgres:// or postgresql:// URL (got a ${text.slice(0, text.indexOf(":"))}: URL)`;
+      }
+      if (isPostgresUrl(text)) {
+        try {
+          parsePostgresUrl(text);
+        } catch (err) {
+          return (err as Error).message;
+        }
+      }
+      config.dbPath = text;
+      return undefined;
+    },
+  },
+  {
+    flag: "db-schema",
+    value: "NAME",
+    env: "SESSIONSTATE_DB_SCHEMA",
+    shownDefault: { text: defaultConfig.dbSchema, literal: true },
+    meaning: "PostgreSQL only: the schema that holds the tables, created (and migrated) if missing",
+    read(text, config) {
+      if (!isValidSchemaName(text)) return `must be a lower-case SQL identifier of at most 63 characters (got "${text}")`;
+      config.dbSchema = text;
+      return undefined;
+    },
+  },
+  {
+    flag: "node-id",
+    value: "ID",
+    env: "SESSIONSTATE_NODE_ID",
+    shownDefault: { text: "the host name", literal: false },
+    meaning:
+      "this replica's identity: local transcript links belong to the node id that adopted them, and the upstream monitor's lease is per node id",
+    read(text, config) {
+      const nodeId = text.trim();
+      // eslint-disable-next-line no-control-regex -- control characters are what this rejects
+      if (nodeId === "" || nodeId.length > 255 || /[\u0000-\u001f\u007f]/u.test(nodeId)) return "must be 1 to 255 characters without control characters";
+      config.nodeId = nodeId;
+      return undefined;
+    },
+  },
+  {
+    flag: "listen",
+    value: "HOST:PORT",
+    env: "SESSIONSTATE_LISTEN",
+    shownDefault: { text: formatHostPort(defaultConfig.listenHost, defaultConfig.listenPort), literal: true },
+    meaning: "address; port 0 picks a free port, and the `listening on` line shows it",
+    read: (text, config) => parsed(addressOf(text), ({ host, port }) => ([config.listenHost, config.listenPort] = [host, port])),
+  },
+  {
+    flag: "durability",
+    value: "normal|full",
+    env: "SESSIONSTATE_DURABILITY",
+    shownDefault: { text: defaultConfig.durability, literal: true },
+    meaning:
+      "SQLite `synchronous`: `normal` survives a process crash, `full` also a power loss; on PostgreSQL `synchronous_commit` `off` or `on`",
+    read: (text, config) => parsed(choiceOf<Durability>(text, ["normal", "full"]), (value) => (config.durability = value)),
+  },
+  integerSetting("retention-days", "retentionDays", 1, 36_500, "events older than this (by `occurred_at`), and cursors untouched this long, are pruned"),
+  integerSetting(
+    "max-events",
+    "maxEvents",
+    1,
+    1_000_000_000,
+    "each namespace's log keeps at most this many events, its newest (one busy gateway never prunes another's history)",
+  ),
+  integerSetting(
+    "prune-interval-ms",
+    "pruneIntervalMs",
+    1000,
+    7 * 86_400_000,
+    "retention runs at start-up and then this often (on one replica at a time)",
+  ),
+  {
+    flag: "log-level",
+    value: "LEVEL",
+    env: "SESSIONSTATE_LOG_LEVEL",
+    shownDefault: { text: defaultConfig.logLevel, literal: true },
+    meaning: "`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`",
+    read: (text, config) => parsed(choiceOf<LogLevel>(text, logLevels), (value) => (config.logLevel = value)),
+  },
+  {
+    flag: "transcript-root",
+    value: "DIR",
+    env: "SESSIONSTATE_TRANSCRIPT_ROOT",
+    shownDefault: { text: "none", literal: false },
+    meaning: "folder that local transcripts must live in; without it local adoption is refused (`FAILED_PRECONDITION`)",
+    read(text, config) {
+      try {
+        const real = realpathSync(text);
+        if (!statSync(real).isDirectory()) return `must be a directory (got "${text}")`;
+        config.transcriptRoot = real;
+        return undefined;
+      } catch {
+        return `must be an existing directory (got "${text}")`;
+      }
+    },
+  },
+  integerSetting(
+    "monitor-interval-ms",
+    "monitorIntervalMs",
+    100,
+    86_400_000,
+    "upstream monitor period; the first tick comes after 15 s (or the period, if shorter)",
+  ),
+  integerSetting(
+    "max-line-bytes",
+    "maxLineBytes",
+    1024,
+    1024 * 1024 * 1024,
+    "longest transcript line parsed whole; a longer one is classified by streaming over it, in bounded memory",
+  ),
+  {
+    flag: "synthetic-prefixes",
+    value: "JSON",
+    env: "SESSIONSTATE_SYNTHETIC_PREFIXES",
+    shownDefault: { text: "none", literal: false },
+    meaning: `JSON array of text prefixes (each at most ${defaultSkimLimits.headChars.toLocaleString("en-US")} characters) of user rows no person typed, in addition to the built-in ones (see below)`,
+    read(text, config) {
+      // The built-in prefixes are the floor (SPEC §8.1). A prefix fits in the head a long line's strings
+      // keep when streamed, so the verdict is the same as a whole parse's.
+      let prefixes: unknown;
+      try {
+        prefixes = JSON.parse(text);
+      } catch {
+        prefixes = undefined;
+      }
+      const maxChars = defaultSkimLimits.headChars;
+      if (!Array.isArray(prefixes) || !prefixes.every((p) => typeof p === "string" && p !== "" && p.length <= maxChars)) {
+        return `must be a JSON array of non-empty strings of at most ${maxChars} characters`;
+      }
+      config.syntheticPrefixes = [...defaultSyntheticPrefixes, ...(prefixes as string[])];
+      return undefined;
+    },
+  },
+  {
+    flag: "tokens-file",
+    value: "PATH",
+    env: "SESSIONSTATE_TOKENS_FILE",
+    shownDefault: { text: "none (auth off)", literal: false },
+    meaning: "bearer tokens, as SHA-256 hashes (see Security)",
+    read(text, config) {
+      try {
+        new TokenRegistry(text);
+      } catch (err) {
+        return (err as Error).message;
+      }
+      config.tokensFile = text;
+      return undefined;
+    },
+  },
+  {
+    flag: "tls-cert",
+    value: "PATH",
+    env: "SESSIONSTATE_TLS_CERT",
+    shownDefault: { text: "none (plaintext)", literal: false },
+    meaning: "serve TLS with this PEM certificate chain (with `--tls-key`)",
+    read: (text, _config, tls) => parsed(readFile(text), (bytes) => (tls.cert = bytes)),
+  },
+  {
+    flag: "tls-key",
+    value: "PATH",
+    env: "SESSIONSTATE_TLS_KEY",
+    shownDefault: { text: "none", literal: false },
+    meaning: "the PEM private key of `--tls-cert`",
+    read: (text, _config, tls) => parsed(readFile(text), (bytes) => (tls.key = bytes)),
+  },
+  {
+    flag: "tls-client-ca",
+    value: "PATH",
+    env: "SESSIONSTATE_TLS_CLIENT_CA",
+    shownDefault: { text: "none", literal: false },
+    meaning: "require client certificates signed by this CA (mutual TLS)",
+    read: (text, _config, tls) => parsed(readFile(text), (bytes) => (tls.clientCa = bytes)),
+  },
+  {
+    flag: "insecure-bind",
+    env: "SESSIONSTATE_INSECURE_BIND",
+    shownDefault: { text: "off", literal: false },
+    meaning: "allow a non-loopback address without TLS and auth (logged as INSECURE); the variable takes `1`, `true`, `0` or `false`",
+    read: (text, config) => parsed(switchOf(text), (value) => (config.insecureBind = value)),
+  },
+  {
+    flag: "metrics-listen",
+    value: "HOST:PORT",
+    env: "SESSIONSTATE_METRICS_LISTEN",
+    shownDefault: { text: "off", literal: false },
+    meaning: "Prometheus text at `http://HOST:PORT/metrics`",
+    read: (text, config) => parsed(addressOf(text), (address) => (config.metricsListen = address)),
+  },
+  integerSetting("max-request-bytes", "maxRequestBytes", 1024, 64 * 1024 * 1024, "larger requests are `RESOURCE_EXHAUSTED`"),
+  integerSetting(
+    "status-cache-bytes",
+    "statusCacheBytes",
+    0,
+    4 * 1024 * 1024 * 1024,
+    "encoded SessionStatus answers kept for the same question asked again while nothing it reads has changed (watchers reconciling one target after a notice); `0` turns it off. Always exact: any write to the session, and any pruning, makes its remembered answers miss; on replicas, writes through other replicas too (a remembered answer is served only after the replica has read its feed of changes up to the moment of the question)",
+  ),
+  integerSetting(
+    "sqlite-cache-bytes",
+    "sqliteCacheBytes",
+    64 * 1024,
+    64 * 1024 * 1024 * 1024,
+    "SQLite only: the serving connection's page cache (SQLite `cache_size`); the rest of the file is read through the operating system's cache, so the server's memory does not grow with the database (see [memory](docs/operations.md#memory))",
+  ),
+  integerSetting("max-streams-per-connection", "maxStreamsPerConnection", 1, 100_000, "open server streams per connection"),
+  integerSetting("max-streams", "maxStreams", 1, 1_000_000, "open server streams in total"),
 ];
+
+/** A setting's flag as usage shows it: `--db PATH|URL`, `--insecure-bind`. */
+function flagText(setting: Setting): string {
+  return setting.value === undefined ? `--${setting.flag}` : `--${setting.flag} ${setting.value}`;
+}
+
+/** Markdown as plain text: links become their words, code marks go (a code span of several words is quoted). */
+function plainText(markdown: string): string {
+  return markdown.replace(/\[([^\]]+)\]\([^)]+\)/gu, "$1").replace(/`([^`]+)`/gu, (_, code: string) => (code.includes(" ") ? `"${code}"` : code));
+}
+
+/** Splits `text` into lines of at most `width` characters, at spaces. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === "" ? word : `${line} ${word}`;
+    }
+  }
+  if (line !== "") lines.push(line);
+  return lines;
+}
+
+/** The settings as `serve --help` lists them: flag, variable and default on one line, the meaning below. */
+export function settingsUsage(): string {
+  return settings
+    .map((setting) => {
+      const head = `  ${flagText(setting).padEnd(34)} ${setting.env}${setting.value === undefined ? "=1" : ""}  (default: ${setting.shownDefault.text})`;
+      return [head, ...wrap(plainText(setting.meaning), 94).map((line) => `      ${line}`)].join("\n");
+    })
+    .join("\n");
+}
+
+/** The settings as the README's configuration table (Markdown). */
+export function settingsTable(): string {
+  const cell = (text: string): string => text.replaceAll("|", "\\|");
+  const rows = settings.map((setting) => {
+    const shown = setting.shownDefault.literal ? `\`${cell(setting.shownDefault.text)}\`` : setting.shownDefault.text;
+    const env = setting.value === undefined ? `${setting.env}=1` : setting.env;
+    return `| \`${cell(flagText(setting))}\` | \`${env}\` | ${shown} | ${cell(setting.meaning)} |`;
+  });
+  return ["| flag | variable | default | meaning |", "| --- | --- | --- | --- |", ...rows].join("\n");
+}
+
+/** True for text that looks like a URL (`scheme://`), so that it is never taken as a file name. */
+function looksLikeUrl(text: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//iu.test(text.trim());
+}
 
 /** True for addresses that only this machine can reach. */
 export function isLoopbackHost(host: string): boolean {
@@ -137,203 +474,46 @@ export function isLoopbackHost(host: string): boolean {
 
 /**
  * Builds the configuration from `serve` flags and SESSIONSTATE_* environment variables (flags win over
- * variables, variables over defaults). Throws one ConfigError listing every bad value.
+ * variables, variables over defaults), reading each setting as the table says. Throws one ConfigError
+ * listing every bad value.
  */
 export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Config {
-  const read = new SettingReader(args, env);
-  const { integer, choice } = read;
-  const config: Config = {
-    dbPath: read.raw("db")?.value ?? defaultConfig.dbPath,
-    dbSchema: read.raw("db-schema")?.value ?? defaultConfig.dbSchema,
-    nodeId: read.raw("node-id")?.value.trim() ?? defaultConfig.nodeId,
-    listenHost: defaultConfig.listenHost,
-    listenPort: defaultConfig.listenPort,
-    durability: choice<Durability>("durability", defaultConfig.durability, ["normal", "full"]),
-    retentionDays: integer("retention-days", defaultConfig.retentionDays, 1, 36_500),
-    maxEvents: integer("max-events", defaultConfig.maxEvents, 1, 1_000_000_000),
-    pruneIntervalMs: integer("prune-interval-ms", defaultConfig.pruneIntervalMs, 1000, 7 * 86_400_000),
-    logLevel: choice<LogLevel>("log-level", defaultConfig.logLevel, logLevels),
-    transcriptRoot: readTranscriptRoot(read),
-    monitorIntervalMs: integer("monitor-interval-ms", defaultConfig.monitorIntervalMs, 100, 86_400_000),
-    maxLineBytes: integer("max-line-bytes", defaultConfig.maxLineBytes, 1024, 1024 * 1024 * 1024),
-    syntheticPrefixes: readSyntheticPrefixes(read),
-    tokensFile: readTokensFile(read),
-    tls: readTls(read),
-    insecureBind: read.insecureBind || ["1", "true"].includes(env[insecureBindEnv] ?? ""),
-    metricsListen: read.address("metrics-listen"),
-    maxRequestBytes: integer("max-request-bytes", defaultConfig.maxRequestBytes, 1024, 64 * 1024 * 1024),
-    statusCacheBytes: integer("status-cache-bytes", defaultConfig.statusCacheBytes, 0, 4 * 1024 * 1024 * 1024),
-    sqliteCacheBytes: integer("sqlite-cache-bytes", defaultConfig.sqliteCacheBytes, 64 * 1024, 64 * 1024 * 1024 * 1024),
-    maxStreamsPerConnection: integer("max-streams-per-connection", defaultConfig.maxStreamsPerConnection, 1, 100_000),
-    maxStreams: integer("max-streams", defaultConfig.maxStreams, 1, 1_000_000),
-  };
-  const listen = read.address("listen");
-  if (listen !== undefined) [config.listenHost, config.listenPort] = [listen.host, listen.port];
-  const problems = [...read.problems, ...databaseProblems(config), ...exposureProblems(config)];
+  const problems: string[] = [];
+  let flags: Record<string, string | boolean | undefined> = {};
+  try {
+    const options = Object.fromEntries(settings.map((s) => [s.flag, { type: s.value === undefined ? ("boolean" as const) : ("string" as const) }]));
+    flags = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values;
+  } catch (err) {
+    problems.push(describeArgsError(err));
+  }
+  const config: Config = { ...defaultConfig };
+  const tls: TlsFiles = {};
+  const given = new Set<string>();
+  for (const setting of settings) {
+    const flag = flags[setting.flag];
+    const fromEnv = env[setting.env];
+    const source = flag !== undefined ? `--${setting.flag}` : fromEnv !== undefined && fromEnv !== "" ? setting.env : undefined;
+    if (source === undefined) continue;
+    given.add(setting.flag);
+    const text = flag === undefined ? fromEnv! : flag === true ? "true" : String(flag);
+    const problem = setting.read(text, config, tls);
+    if (problem !== undefined) problems.push(`${source}: ${problem}`);
+  }
+  config.tls = tlsFrom(given, tls, problems);
+  problems.push(...exposureProblems(config));
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
 
-/**
- * Reads settings from flags, then environment variables (flags win), and collects every problem instead
- * of stopping at the first: each reader returns the fallback after noting what was wrong.
- */
-class SettingReader {
-  readonly problems: string[] = [];
-  private readonly flags: Partial<Record<SettingName, string>> & { "insecure-bind"?: boolean } = {};
-
-  constructor(
-    args: readonly string[],
-    private readonly env: NodeJS.ProcessEnv,
-  ) {
-    try {
-      const options = {
-        ...Object.fromEntries(Object.keys(settings).map((name) => [name, { type: "string" as const }])),
-        "insecure-bind": { type: "boolean" as const },
-      };
-      this.flags = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values as typeof this.flags;
-    } catch (err) {
-      this.problems.push(describeArgsError(err));
-    }
-  }
-
-  get insecureBind(): boolean {
-    return this.flags["insecure-bind"] === true;
-  }
-
-  /** A setting's text and where it came from (`--flag` or the variable), if it was given. */
-  raw(name: SettingName): { value: string; source: string } | undefined {
-    const flag = this.flags[name];
-    if (flag !== undefined) return { value: flag, source: `--${name}` };
-    const fromEnv = this.env[settings[name].env];
-    if (fromEnv !== undefined && fromEnv !== "") return { value: fromEnv, source: settings[name].env };
-    return undefined;
-  }
-
-  readonly integer = (name: SettingName, fallback: number, min: number, max: number): number => {
-    const setting = this.raw(name);
-    if (setting === undefined) return fallback;
-    const value = Number(setting.value);
-    if (!/^\d+$/.test(setting.value.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-      this.problems.push(`${setting.source}: must be a whole number from ${min} to ${max} (got "${setting.value}")`);
-      return fallback;
-    }
-    return value;
-  };
-
-  readonly choice = <T extends string>(name: SettingName, fallback: T, allowed: readonly T[]): T => {
-    const setting = this.raw(name);
-    if (setting === undefined) return fallback;
-    if (!(allowed as readonly string[]).includes(setting.value)) {
-      this.problems.push(`${setting.source}: must be one of ${allowed.join(", ")} (got "${setting.value}")`);
-      return fallback;
-    }
-    return setting.value as T;
-  };
-
-  /** A HOST:PORT setting. */
-  address(name: "listen" | "metrics-listen"): { host: string; port: number } | undefined {
-    const setting = this.raw(name);
-    if (setting === undefined) return undefined;
-    const address = parseHostPort(setting.value);
-    if (address === undefined) this.problems.push(`${setting.source}: must be HOST:PORT with a port from 0 to 65535 (got "${setting.value}")`);
-    return address;
-  }
-
-  /** The bytes of the file a setting names. */
-  file(name: SettingName): Buffer | undefined {
-    const setting = this.raw(name);
-    if (setting === undefined) return undefined;
-    try {
-      return readFileSync(setting.value);
-    } catch {
-      this.problems.push(`${setting.source}: cannot read "${setting.value}"`);
-      return undefined;
-    }
-  }
-}
-
 /** The TLS files: a certificate and a key together, and a client CA only with them. */
-function readTls(read: SettingReader): Config["tls"] {
-  const certPem = read.file("tls-cert");
-  const keyPem = read.file("tls-key");
-  const clientCaPem = read.file("tls-client-ca");
-  if ((read.raw("tls-cert") === undefined) !== (read.raw("tls-key") === undefined)) {
-    read.problems.push("--tls-cert and --tls-key: give both or neither");
-  } else if (read.raw("tls-client-ca") !== undefined && read.raw("tls-cert") === undefined) {
-    read.problems.push("--tls-client-ca: needs --tls-cert and --tls-key");
+function tlsFrom(given: ReadonlySet<string>, tls: TlsFiles, problems: string[]): Config["tls"] {
+  if (given.has("tls-cert") !== given.has("tls-key")) {
+    problems.push("--tls-cert and --tls-key: give both or neither");
+  } else if (given.has("tls-client-ca") && !given.has("tls-cert")) {
+    problems.push("--tls-client-ca: needs --tls-cert and --tls-key");
   }
-  if (certPem === undefined || keyPem === undefined) return undefined;
-  return clientCaPem === undefined ? { certPem, keyPem } : { certPem, keyPem, clientCaPem };
-}
-
-/** The tokens file's path, once the file has been read and found valid. */
-function readTokensFile(read: SettingReader): string | undefined {
-  const tokensFile = read.raw("tokens-file");
-  if (tokensFile === undefined) return undefined;
-  try {
-    new TokenRegistry(tokensFile.value);
-  } catch (err) {
-    read.problems.push(`${tokensFile.source}: ${(err as Error).message}`);
-  }
-  return tokensFile.value;
-}
-
-/** The transcript root, resolved through symlinks: it must be an existing directory. */
-function readTranscriptRoot(read: SettingReader): string | undefined {
-  const root = read.raw("transcript-root");
-  if (root === undefined) return undefined;
-  try {
-    const real = realpathSync(root.value);
-    if (statSync(real).isDirectory()) return real;
-    read.problems.push(`${root.source}: must be a directory (got "${root.value}")`);
-  } catch {
-    read.problems.push(`${root.source}: must be an existing directory (got "${root.value}")`);
-  }
-  return undefined;
-}
-
-/**
- * The synthetic prefixes: the built-in ones are the floor, and configured ones add to them (SPEC §8.1). A
- * prefix fits in the head a long line's strings keep when streamed, so the verdict is the same as a whole
- * parse's.
- */
-function readSyntheticPrefixes(read: SettingReader): readonly string[] {
-  const prefixes = read.raw("synthetic-prefixes");
-  if (prefixes === undefined) return defaultConfig.syntheticPrefixes;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(prefixes.value);
-  } catch {
-    parsed = undefined;
-  }
-  const maxChars = defaultSkimLimits.headChars;
-  if (Array.isArray(parsed) && parsed.every((p) => typeof p === "string" && p !== "" && p.length <= maxChars)) {
-    return [...defaultSyntheticPrefixes, ...(parsed as string[])];
-  }
-  read.problems.push(`${prefixes.source}: must be a JSON array of non-empty strings of at most ${maxChars} characters`);
-  return defaultConfig.syntheticPrefixes;
-}
-
-/** What is wrong with the database settings: the path or URL, the schema, the node id. */
-function databaseProblems(config: Config): string[] {
-  const problems: string[] = [];
-  if (config.dbPath.trim() === "") problems.push("--db: must not be empty");
-  if (isPostgresUrl(config.dbPath)) {
-    try {
-      parsePostgresUrl(config.dbPath);
-    } catch (err) {
-      problems.push(`--db: ${(err as Error).message}`);
-    }
-  }
-  if (!isValidSchemaName(config.dbSchema)) {
-    problems.push(`--db-schema: must be a lower-case SQL identifier of at most 63 characters (got "${config.dbSchema}")`);
-  }
-  // eslint-disable-next-line no-control-regex -- control characters are what this rejects
-  if (config.nodeId === "" || config.nodeId.length > 255 || /[\u0000-\u001f\u007f]/u.test(config.nodeId)) {
-    problems.push("--node-id: must be 1 to 255 characters without control characters");
-  }
-  return problems;
+  if (tls.cert === undefined || tls.key === undefined) return undefined;
+  return tls.clientCa === undefined ? { certPem: tls.cert, keyPem: tls.key } : { certPem: tls.cert, keyPem: tls.key, clientCaPem: tls.clientCa };
 }
 
 /** Loopback by default: any other address needs TLS and tokens, unless `--insecure-bind` says otherwise. */
