@@ -13,6 +13,7 @@ import { Metrics, serveMetrics } from "./metrics.js";
 import { NoticeHub } from "./notices/notice-hub.js";
 import { HealthState } from "./rpc/health.js";
 import { addReflection } from "./rpc/reflection.js";
+import { requestLogger } from "./rpc/request-log.js";
 import { RpcEdge } from "./rpc/rpc-edge.js";
 import { TokenRegistry } from "./rpc/tokens.js";
 import { reconcileHandlers } from "./services/reconcile.js";
@@ -146,11 +147,15 @@ function createGrpcServer(
     // Nothing serves channelz here, and its per-call bookkeeping costs CPU on every call.
     "grpc.enable_channelz": 0,
   });
+  const logCall = requestLogger(logger.child({ component: "requests" }));
   const edge = new RpcEdge(server, logger.child({ component: "rpc" }), {
     authenticate: tokens === undefined ? undefined : (token) => tokens.authenticate(token),
     maxStreamsPerConnection: config.maxStreamsPerConnection,
     maxStreams: config.maxStreams,
-    observe: (method, code, seconds) => metrics.observeCall(method, code, seconds),
+    observe: (call) => {
+      metrics.observeCall(call.method, call.code, call.seconds);
+      logCall(call);
+    },
   });
   const services = [SignalLog, Watch, Reconcile, Upstream];
   const health = new HealthState(services.map((service) => service.typeName));

@@ -3,17 +3,17 @@
  * now, and the encoding of a response into the bytes they write.
  */
 import { create, toBinary, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
-import type { status as GrpcStatus } from "@grpc/grpc-js";
 import type { Logger } from "../logger.js";
 import { WireMessage } from "../codec/wire-message.js";
 import type { Status } from "./call-admission.js";
+import type { EndedCall } from "./request-log.js";
 
 /** What a call wrapper asks of the edge: whether calls are taken now, and where to report a call's end. */
 export interface CallGate {
   /** The status to refuse a call with now (shutting down, not serving), or undefined to take it. */
   refusal(isPublic: boolean): Status | undefined;
-  /** Called when a call ends, with its gRPC status code and duration. */
-  observe?: ((method: string, code: GrpcStatus, seconds: number) => void) | undefined;
+  /** Called when a call ends, with its status, duration and, once admitted, namespace and token name. */
+  observe?: ((call: EndedCall) => void) | undefined;
   log: Logger;
 }
 

@@ -6,10 +6,11 @@
  */
 import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
-import type { Server, status as GrpcStatus, UntypedServiceImplementation } from "@grpc/grpc-js";
+import type { Server, UntypedServiceImplementation } from "@grpc/grpc-js";
 import type { Logger } from "../logger.js";
 import { notServing, shuttingDown, type Authenticate, type MethodScope } from "./call-admission.js";
 import { OpenStreams, type StreamLimits } from "./open-streams.js";
+import type { EndedCall } from "./request-log.js";
 import type { CallGate } from "./call-gate.js";
 import { serverStreamCall } from "./server-streams.js";
 import { grpcServiceDefinition, methodPath, type ServerStreamHandler, type ServiceHandlers, type UnaryHandler } from "./service-adapter.js";
@@ -19,8 +20,8 @@ import { UnaryCalls } from "./unary-calls.js";
 export interface RpcEdgeOptions extends StreamLimits {
   /** Resolves a bearer token to its principal (`undefined`: unknown). Absent: authentication is off. */
   authenticate?: Authenticate | undefined;
-  /** Called when a call ends, with its gRPC status code and duration. */
-  observe?: (method: string, code: GrpcStatus, seconds: number) => void;
+  /** Called when a call ends, with its status, duration and, once admitted, namespace and token name. */
+  observe?: (call: EndedCall) => void;
 }
 
 export class RpcEdge {

@@ -9,7 +9,7 @@ import type { DescMessage, DescMethod, MessageInitShape } from "@bufbuild/protob
 import { status as GrpcStatus, type ServerWritableStream } from "@grpc/grpc-js";
 import type { WireMessage } from "../codec/wire-message.js";
 import { encodeResponse, type CallGate } from "./call-gate.js";
-import { admitCall, type Authenticate, type MethodScope, type Status } from "./call-admission.js";
+import { admitCall, type AdmittedCall, type Authenticate, type MethodScope, type Status } from "./call-admission.js";
 import type { OpenStreams } from "./open-streams.js";
 import { methodPath, type CallContext, type ServerStreamHandler } from "./service-adapter.js";
 import { statusFromError } from "./status-from-error.js";
@@ -27,15 +27,24 @@ export function serverStreamCall(
   const isPublic = scope === "public";
   return (call) => {
     const started = performance.now();
-    const observe = (code: GrpcStatus): void => gate.observe?.(path, code, (performance.now() - started) / 1000);
+    let admitted: AdmittedCall | undefined;
+    const observe = (code: GrpcStatus): void =>
+      gate.observe?.({
+        method: path,
+        code,
+        seconds: (performance.now() - started) / 1000,
+        namespace: admitted?.namespace,
+        token: admitted?.principal?.name,
+      });
     const refuse = (status: Status): void => {
       observe(status.code);
       call.emit("error", status);
     };
     const refusal = gate.refusal(isPublic);
     if (refusal !== undefined) return refuse(refusal);
-    const admitted = admitCall(method, call.metadata, call.request, authenticate, scope);
-    if ("status" in admitted) return refuse(admitted.status);
+    const admission = admitCall(method, call.metadata, call.request, authenticate, scope);
+    if ("status" in admission) return refuse(admission.status);
+    admitted = admission;
 
     const abort = new AbortController();
     // grpc-js emits 'cancelled' on every close, a normal end included: `done` tells them apart.

@@ -5,7 +5,7 @@
 import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import { status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from "@grpc/grpc-js";
 import type { Principal } from "../domain/principal.js";
-import { admitCall, shuttingDown, type Authenticate, type MethodScope, type Status } from "./call-admission.js";
+import { admitCall, shuttingDown, type AdmittedCall, type Authenticate, type MethodScope, type Status } from "./call-admission.js";
 import { encodeResponse, type CallGate } from "./call-gate.js";
 import { methodPath, type CallContext, type UnaryHandler } from "./service-adapter.js";
 import { statusFromError } from "./status-from-error.js";
@@ -29,23 +29,31 @@ export class UnaryCalls {
     return (call, rawCallback) => {
       const started = performance.now();
       let answered = false;
+      let admitted: AdmittedCall | undefined;
       const callback: sendUnaryData<Buffer> = (err, value) => {
         if (answered) return;
         answered = true;
         this.inFlight.delete(answerNow);
         if (this.inFlight.size === 0) for (const drained of this.drainWaiters) drained();
-        gate.observe?.(path, err === null ? GrpcStatus.OK : (err.code ?? GrpcStatus.UNKNOWN), (performance.now() - started) / 1000);
+        gate.observe?.({
+          method: path,
+          code: err === null ? GrpcStatus.OK : (err.code ?? GrpcStatus.UNKNOWN),
+          seconds: (performance.now() - started) / 1000,
+          namespace: admitted?.namespace,
+          token: admitted?.principal?.name,
+        });
         rawCallback(err, value);
       };
       const answerNow = (status: Status): void => callback(status);
       const refusal = gate.refusal(scope === "public");
       if (refusal !== undefined) return callback(refusal);
       this.inFlight.add(answerNow);
-      const admitted = admitCall(method, call.metadata, call.request, authenticate, scope);
-      if ("status" in admitted) return callback(admitted.status);
-      const context = new UnaryCallContext(path, admitted.principal, admitted.namespace, call);
+      const admission = admitCall(method, call.metadata, call.request, authenticate, scope);
+      if ("status" in admission) return callback(admission.status);
+      admitted = admission;
+      const context = new UnaryCallContext(path, admission.principal, admission.namespace, call);
       Promise.resolve()
-        .then(() => handler(admitted.request as never, context))
+        .then(() => handler(admission.request as never, context))
         .then((response) => encodeResponse(method.output, response))
         .then(
           (bytes) => callback(null, bytes),
