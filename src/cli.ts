@@ -7,6 +7,7 @@ import { ConfigError, loadConfig, settingsUsage } from "./config.js";
 import { asksForHelp, asksForVersion, packageVersion } from "./command-line.js";
 import { createLogger } from "./logger.js";
 import { startServer } from "./server.js";
+import { AddressInUseError } from "./ports.js";
 import { DatabaseInUseError } from "./store/sqlite/open-database.js";
 
 const serveUsage = `usage: sessionstate serve [flags]
@@ -115,13 +116,29 @@ async function serve(args: readonly string[]): Promise<number> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
+  // Signals are taken before the server starts, not once it listens: a stop asked for meanwhile is kept and
+  // done as soon as it has started (between `listening on` and a handler installed after it, a SIGTERM
+  // ended the process without a clean stop). A second signal exits at once.
+  let stopAsked: NodeJS.Signals | undefined;
+  let stop: ((signal: NodeJS.Signals) => void) | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stop !== undefined) return stop(signal);
+    if (stopAsked !== undefined) {
+      logger.warn({ signal }, "second signal: exiting now");
+      process.exit(1);
+    }
+    stopAsked = signal;
+    logger.info({ signal }, "stopping once started");
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   let server: Awaited<ReturnType<typeof startServer>>;
   let failed: ((err: unknown) => void) | undefined;
   const fatal = new Promise<unknown>((resolve) => (failed = resolve));
   try {
     server = await startServer(config, { logger, onFatal: (err) => failed?.(err) });
   } catch (err) {
-    if (err instanceof DatabaseInUseError) {
+    if (err instanceof DatabaseInUseError || err instanceof AddressInUseError) {
       process.stderr.write(`sessionstate: ${err.message}\n`);
     } else {
       logger.fatal({ err }, "failed to start");
@@ -133,7 +150,7 @@ async function serve(args: readonly string[]): Promise<number> {
 
   return new Promise<number>((resolve) => {
     let stopping = false;
-    const onSignal = (signal: NodeJS.Signals): void => {
+    stop = (signal: NodeJS.Signals): void => {
       if (stopping) {
         logger.warn({ signal }, "second signal: exiting now");
         process.exit(1);
@@ -148,8 +165,7 @@ async function serve(args: readonly string[]): Promise<number> {
         },
       );
     };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
+    if (stopAsked !== undefined) stop(stopAsked);
     // A replica that could open its database only later, and then found it unusable (a newer schema).
     void fatal.then((err) => {
       if (stopping) return;

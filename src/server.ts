@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { Server, ServerCredentials } from "@grpc/grpc-js";
+import { Server, ServerCredentials, setLogger as setGrpcLogger } from "@grpc/grpc-js";
 import { file_grpc_health_v1_health, Health } from "../gen/grpc/health/v1/health_pb.js";
 import { file_sessionstate_v1_reconcile, Reconcile } from "../gen/sessionstate/v1/reconcile_pb.js";
 import { file_sessionstate_v1_signal_log, SignalLog } from "../gen/sessionstate/v1/signal_log_pb.js";
@@ -13,6 +13,7 @@ import { Metrics, serveMetrics } from "./metrics.js";
 import { NoticeHub } from "./notices/notice-hub.js";
 import { HealthState } from "./rpc/health.js";
 import { addReflection } from "./rpc/reflection.js";
+import { AddressInUseError, ensureAddressFree } from "./ports.js";
 import { requestLogger } from "./rpc/request-log.js";
 import { RpcEdge } from "./rpc/rpc-edge.js";
 import { TokenRegistry } from "./rpc/tokens.js";
@@ -184,14 +185,24 @@ function createGrpcServer(
 
 type MetricsServer = Awaited<ReturnType<typeof serveMetrics>>;
 
-/** Binds the gRPC address, then the metrics listener when configured. */
+/**
+ * Binds the gRPC address, then the metrics listener when configured. An address taken since it was found
+ * free is an AddressInUseError too.
+ */
 async function listen(server: Server, config: Config, metrics: Metrics): Promise<{ port: number; metricsServer: MetricsServer | undefined }> {
+  const address = formatHostPort(config.listenHost, config.listenPort);
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(formatHostPort(config.listenHost, config.listenPort), credentialsFromConfig(config), (err, bound) =>
-      err === null ? resolve(bound) : reject(err),
+    server.bindAsync(address, credentialsFromConfig(config), (err, bound) =>
+      err === null ? resolve(bound) : reject(/EADDRINUSE|address already in use/iu.test(err.message) ? new AddressInUseError("--listen", address, { cause: err }) : err),
     );
   });
-  const metricsServer = config.metricsListen === undefined ? undefined : await serveMetrics(metrics, config.metricsListen.host, config.metricsListen.port);
+  let metricsServer: MetricsServer | undefined;
+  if (config.metricsListen !== undefined) {
+    const { host, port: metricsPort } = config.metricsListen;
+    metricsServer = await serveMetrics(metrics, host, metricsPort).catch((err: unknown) => {
+      throw (err as NodeJS.ErrnoException).code === "EADDRINUSE" ? new AddressInUseError("--metrics-listen", formatHostPort(host, metricsPort), { cause: err }) : err;
+    });
+  }
   return { port, metricsServer };
 }
 
@@ -302,6 +313,9 @@ async function stopGracefully(parts: {
  */
 export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened, onFatal }: ServerOptions): Promise<RunningServer> {
   const log = logger.child({ component: "server" });
+  // grpc-js's own messages (errors only, by default) as JSON lines like every other, not bare text.
+  const grpcLog = logger.child({ component: "grpc-js" });
+  setGrpcLogger({ error: (...parts: unknown[]) => grpcLog.warn(parts.map(String).join(" ")) });
   const tokens = config.tokensFile === undefined ? undefined : new TokenRegistry(config.tokensFile);
   // The store may report full storage before the metrics exist: it reaches them through this.
   let metrics: Metrics | undefined;
@@ -311,6 +325,9 @@ export async function startServer(config: Config, { logger, clock = systemClock,
       metrics?.storeWriteWait.observe(waitedSeconds);
     },
   };
+  // Nothing is opened or created before the addresses are known to be free.
+  await ensureAddressFree("--listen", config.listenHost, config.listenPort);
+  if (config.metricsListen !== undefined) await ensureAddressFree("--metrics-listen", config.metricsListen.host, config.metricsListen.port);
   const storeLog = logger.child({ component: "store" });
   const opened = await openStore(config, { clock, log: storeLog, storage: storageObserver(storeLog, () => metrics), commits });
   const { store, lifecycle } = opened;
@@ -388,7 +405,9 @@ export async function startServer(config: Config, { logger, clock = systemClock,
 
   const close = async (): Promise<void> => {
     database.stop();
-    setServing(false);
+    // Calls and streams are told the server is stopping (not that the database is away), then health.
+    rpcEdge.shutDownCalls();
+    health.setServing(false);
     await stopGracefully({ server, edge: rpcEdge, hub, jobs, lifecycle, metricsServer, leaseHolder, log });
   };
   let closing: Promise<void> | undefined;

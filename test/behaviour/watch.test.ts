@@ -400,12 +400,13 @@ describe("Watch: cursors and stale notices", () => {
     assert.deepEqual(left.cursors.map((c) => c.target?.key), ["agent:ops:t2"]);
   });
 
-  test("shutdown ends open notice streams with UNAVAILABLE", async () => {
+  test("shutdown ends open notice streams with UNAVAILABLE, saying the server is stopping", async () => {
     const stream = subscribe(t, [W]);
     await stream.untilSynced();
     assert.equal(t.server.openStreams(), 1);
     const closing = t.server.close();
     assert.equal(await stream.endStatus(), status.UNAVAILABLE);
+    assert.equal(stream.failure?.details, "server is shutting down; retry later");
     await closing;
   });
 });

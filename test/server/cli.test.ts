@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { connect as connectTcp, createServer as createNetServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
@@ -172,6 +174,66 @@ describe("bin/sessionstate.js", () => {
       at("src/cli.ts", 5_000);
       assert.equal(run(), "sources", "an edited source makes the build stale");
     } finally {
+      dir.remove();
+    }
+  });
+});
+
+describe("signals and ports", () => {
+  test("a port already taken is one line and exit code 1, and nothing is created", async () => {
+    const dir = tempDir();
+    const holder = createNetServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    const taken = (holder.address() as { port: number }).port;
+    try {
+      for (const args of [["--listen", `127.0.0.1:${taken}`], ["--listen", "127.0.0.1:0", "--metrics-listen", `127.0.0.1:${taken}`]]) {
+        const result = await runCli(["serve", "--db", join(dir.dir, "data", "s.db"), ...args], {}, dir.dir);
+        const flag = args.at(-2)!;
+        assert.deepEqual(
+          [result.code, result.stdout, result.stderr],
+          [1, "", `sessionstate: ${flag} 127.0.0.1:${taken}: the address is already in use (by another sessionstate server, or another program)\n`],
+        );
+        assert.deepEqual(readdirSync(dir.dir), [], "no database or folder created");
+      }
+    } finally {
+      holder.close();
+      dir.remove();
+    }
+  });
+});
+
+describe("npm start", () => {
+  test("stops the server on SIGTERM to npm, as it does the server itself", async () => {
+    const dir = tempDir();
+    const root = fileURLToPath(new URL("../..", import.meta.url));
+    const npm = spawn("npm", ["start", "--", "--listen", "127.0.0.1:0", "--db", join(dir.dir, "s.db")], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      let stdout = "";
+      let stderr = "";
+      npm.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+      const address = await new Promise<string>((resolve, reject) => {
+        npm.stdout.on("data", (chunk: Buffer) => {
+          stdout += chunk.toString();
+          const match = /^listening on (\S+)$/mu.exec(stdout);
+          if (match !== null) resolve(match[1]!);
+        });
+        npm.once("exit", (code) => reject(new Error(`npm start exited (${code}) before listening: ${stdout}`)));
+      });
+      const [host, port] = [address.slice(0, address.lastIndexOf(":")), Number(address.slice(address.lastIndexOf(":") + 1))];
+      npm.kill("SIGTERM");
+      const [code, signal] = (await once(npm, "exit")) as [number | null, NodeJS.Signals | null];
+      assert.deepEqual({ code, signal }, { code: 0, signal: null }, `the server stopped cleanly, and npm with it: ${stdout}${stderr}`);
+      // Nothing listens there any more: the server did not outlive npm.
+      const refused = await new Promise<boolean>((resolve) => {
+        const socket = connectTcp({ host, port }, () => {
+          socket.destroy();
+          resolve(false);
+        });
+        socket.once("error", () => resolve(true));
+      });
+      assert.ok(refused, `${address} still accepts connections after npm exited`);
+    } finally {
+      npm.kill("SIGKILL");
       dir.remove();
     }
   });

@@ -11,6 +11,7 @@ import { openTestStore, tempDir } from "../support/helpers.js";
  */
 const wholeReadsAllowed: ReadonlyArray<readonly [RegExp, string]> = [
   [/ FROM namespaces( WHERE events > \? ORDER BY namespace)?$/, "one row per namespace, never per event or cursor: retention's caps, the pending-notices gauge"],
+  [/^SELECT \* FROM namespaces WHERE namespace > \? AND \(sessions > 0 OR watches > 0\) AND /, "ListNamespaces: one row per namespace, and the token's own list of namespaces (json_each)"],
   [/FROM sqlite_sequence WHERE name = 'events'/, "the sequence counter: one row per AUTOINCREMENT table"],
   [/^SELECT \* FROM upstream_links AS l WHERE (namespace = \? AND )?EXISTS/, "the monitor's tick lists every watched link"],
   [/^SELECT sequence, session_id FROM events WHERE namespace = \? ORDER BY sequence LIMIT \?$/, "retention: a namespace's oldest events, in index order, LIMIT"],

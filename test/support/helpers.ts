@@ -335,7 +335,8 @@ export async function reconcileEveryCursor(clients: Clients, targets: readonly s
 export class NoticeReader {
   private readonly items: SubscribeStaleNoticesResponse[] = [];
   private readonly waiters: Array<() => void> = [];
-  private failure: (Error & { code?: number }) | undefined;
+  /** The error the stream ended with, once it has. */
+  failure: (Error & { code?: number; details?: string }) | undefined;
   private ended = false;
   private readIndex = 0;
   private barriers = 0;

@@ -115,6 +115,12 @@ export {
   GetStateVersionsResponseSchema,
   type SessionVersion,
   SessionVersionSchema,
+  type ListNamespacesRequest,
+  ListNamespacesRequestSchema,
+  type ListNamespacesResponse,
+  ListNamespacesResponseSchema,
+  type NamespaceSummary,
+  NamespaceSummarySchema,
   Reconcile,
 } from "./gen/sessionstate/v1/reconcile_pb.js";
 export {
