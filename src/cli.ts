@@ -1,8 +1,5 @@
-import { UsageError } from "./commands/connection.js";
-import { mcpCommand, mcpUsage } from "./commands/mcp-command.js";
-import { statusCommand, statusUsage } from "./commands/status-command.js";
-import { tailCommand, tailUsage } from "./commands/tail-command.js";
-import { tokenCommand, tokenUsage } from "./commands/token-command.js";
+import { CommandFailure, UsageError } from "./commands/connection.js";
+import { operatorCommands } from "./commands/registry.js";
 import { ConfigError, loadConfig, settingsUsage } from "./config.js";
 import { asksForHelp, asksForVersion, packageVersion } from "./command-line.js";
 import { createLogger } from "./logger.js";
@@ -19,36 +16,51 @@ flags:
 ${settingsUsage()}
 `;
 
+const commandList = [
+  ["serve", "run the service"],
+  ...Object.values(operatorCommands).map((command) => [command.synopsis, command.summary]),
+  ["help [command]", "this text, or a command's usage (as <command> --help prints)"],
+];
+const synopsisWidth = Math.max(...commandList.map(([synopsis]) => synopsis!.length));
+
 const usage = `usage: sessionstate <command> [flags]
 
 commands:
-  serve          run the service
-  status <key>   print a session's version and changes
-  tail           follow stale notices
-  mcp            serve MCP tools for an agent on stdio (needs @sessionstate/mcp)
-  token hash     hash a token for the tokens file
-  help [command] this text, or a command's usage (as <command> --help prints)
+${commandList.map(([synopsis, summary]) => `  ${synopsis!.padEnd(synopsisWidth)}  ${summary}`).join("\n")}
 
 flags of every command: --help, -h (its usage), --version
 `;
 
-const usages: Record<string, string> = { serve: serveUsage, status: statusUsage, tail: tailUsage, mcp: mcpUsage, token: tokenUsage };
+const usages: Record<string, string> = {
+  serve: serveUsage,
+  ...Object.fromEntries(Object.entries(operatorCommands).map(([name, command]) => [name, command.usage])),
+};
 
 /** Where a usage error points. */
 const seeHelp = (name: string): string => `see 'sessionstate ${name} --help'\n`;
 
-/** Runs an operator command: usage errors exit 2, RPC failures print the status and exit 1. */
-async function runCommand(name: string, run: () => Promise<number>): Promise<number> {
+/**
+ * Runs an operator command until it ends or a signal (Ctrl-C, SIGTERM) stops it: usage errors exit 2, a
+ * failed call prints its plain message and exits 1.
+ */
+async function runCommand(name: string, args: readonly string[]): Promise<number> {
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
   try {
-    return await run();
+    const io = { env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, signal: stop.signal };
+    return await operatorCommands[name]!.run(args, io);
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`sessionstate ${name}: ${err.message}\n${seeHelp(name)}`);
       return 2;
     }
-    const failure = err as { code?: number; details?: string; message?: string };
-    process.stderr.write(`sessionstate ${name}: ${failure.details ?? failure.message ?? String(err)}\n`);
-    return 1;
+    if (err instanceof CommandFailure) {
+      process.stderr.write(`sessionstate ${name}: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
   }
 }
 
@@ -66,19 +78,6 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case "serve":
       return serve(args);
-    case "status":
-      return runCommand(command, () => statusCommand(args, process.env, process.stdout));
-    case "tail": {
-      const stop = new AbortController();
-      const onSignal = (): void => stop.abort();
-      process.once("SIGINT", onSignal);
-      process.once("SIGTERM", onSignal);
-      return runCommand(command, () => tailCommand(args, process.env, process.stdout, stop.signal));
-    }
-    case "mcp":
-      return runCommand(command, () => mcpCommand(args, process.env));
-    case "token":
-      return runCommand(command, () => tokenCommand(args, process.stdin, process.stdout));
     case "help":
     case "--help":
     case "-h": {
@@ -94,6 +93,7 @@ async function main(argv: readonly string[]): Promise<number> {
     case "version":
       return printVersion();
     default:
+      if (command !== undefined && Object.hasOwn(operatorCommands, command)) return runCommand(command, args);
       process.stderr.write(command === undefined ? usage : `sessionstate: unknown command "${command}"\nsee 'sessionstate --help'\n`);
       return 2;
   }

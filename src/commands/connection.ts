@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { SessionStateClient, type ClientOptions } from "@sessionstate/client";
+import { SessionStateClient, StatusCode, type CallError, type ClientOptions } from "@sessionstate/client";
 import { describeArgsError } from "../command-line.js";
 import { isValidNamespace } from "../domain/session-key.js";
 
@@ -24,18 +24,75 @@ export const connectionUsage = `connection (flags, or environment variables):
 /** Thrown for bad command lines; the CLI prints the message and exits with 2. */
 export class UsageError extends Error {}
 
-/** What a strict parse of a command's arguments gives: its flag values and positionals. */
+/** What a strict parse of a command's arguments gives: its flag values (connection flags included) and positionals. */
 type ParsedCommandArgs<O extends ParseArgsConfig["options"]> = ReturnType<
-  typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: true }>
+  typeof parseArgs<{ args: string[]; options: O & typeof connectionOptions; strict: true; allowPositionals: true }>
 >;
 
-/** Parses a command's arguments strictly, turning parse failures into UsageError. */
-export function parseCommandArgs<O extends ParseArgsConfig["options"]>(args: readonly string[], options: O): ParsedCommandArgs<O> {
+/**
+ * Parses a command's arguments strictly: its own flags, the connection flags, and exactly the positional
+ * arguments named (`["<key>"]`, `["<watcher>", "<target>"]`). Every failure is a UsageError.
+ */
+export function parseCommandArgs<O extends ParseArgsConfig["options"]>(
+  args: readonly string[],
+  options: O,
+  positionalNames: readonly string[] = [],
+): ParsedCommandArgs<O> {
+  let parsed: ParsedCommandArgs<O>;
   try {
-    return parseArgs({ args: [...args], options, strict: true, allowPositionals: true });
+    parsed = parseArgs({ args: [...args], options: { ...connectionOptions, ...options }, strict: true, allowPositionals: true }) as ParsedCommandArgs<O>;
   } catch (err) {
     throw new UsageError(describeArgsError(err));
   }
+  const given = parsed.positionals;
+  if (given.length > positionalNames.length) throw new UsageError(`unexpected argument "${given[positionalNames.length]}"`);
+  if (given.length < positionalNames.length) throw new UsageError(`give ${positionalNames.join(" ")}`);
+  return parsed;
+}
+
+/** A command that reached the server (or tried to) and failed: the CLI prints the message and exits 1. */
+export class CommandFailure extends Error {}
+
+/**
+ * Runs `use` with a client built from the flags, and closes it. A failed call becomes a CommandFailure
+ * with a plain message: grpc-js's own texts (subchannels, pickers, resolution notes) never reach a person.
+ */
+export async function withClient<T>(values: Record<string, unknown>, env: NodeJS.ProcessEnv, use: (client: SessionStateClient) => Promise<T>): Promise<T> {
+  const client = clientFromFlags(values, env);
+  try {
+    return await use(client);
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof CommandFailure) throw err;
+    throw new CommandFailure(describeCallFailure(err, serverAddress(values, env)));
+  } finally {
+    client.close();
+  }
+}
+
+/** Where the commands look for the server: --server, SESSIONSTATE_SERVER, or the default. */
+export function serverAddress(values: Record<string, unknown>, env: NodeJS.ProcessEnv): string {
+  return (typeof values.server === "string" ? values.server : undefined) ?? env.SESSIONSTATE_SERVER ?? "127.0.0.1:50051";
+}
+
+/**
+ * A failed call as a person reads it. The client's channel reports a server that is down, and one that is
+ * up but not serving (its health check says NOT_SERVING: its database is unreachable, or it is stopping),
+ * in grpc-js's words; those two get plain sentences. A refusal by the server keeps the server's own
+ * message (already written for people, naming the field) with its status name.
+ */
+export function describeCallFailure(err: unknown, address: string): string {
+  const { code, details, message } = err as Partial<CallError>;
+  const text = details ?? message ?? String(err);
+  if (code === StatusCode.UNAVAILABLE && /unhealthy|NOT_SERVING/i.test(text)) {
+    return `the server at ${address} is not serving: it cannot reach its database, or it is stopping (its log says which); try again shortly`;
+  }
+  if (code === StatusCode.UNAVAILABLE && /No connection established|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|Failed to connect|Name resolution failed|connect/i.test(text)) {
+    const cause = /ECONNREFUSED/.test(text) ? "connection refused" : /ENOTFOUND|EAI_AGAIN|Name resolution failed/.test(text) ? "the name does not resolve" : "no connection";
+    return `cannot reach a server at ${address} (${cause}): is it running? (the address comes from --server or SESSIONSTATE_SERVER)`;
+  }
+  if (code === StatusCode.DEADLINE_EXCEEDED) return `the server at ${address} did not answer in time`;
+  const name = Object.entries(StatusCode).find(([, value]) => value === code)?.[0];
+  return name === undefined ? text : `${text} (${name})`;
 }
 
 /** Builds a client from the connection flags and SESSIONSTATE_* variables. */
@@ -48,7 +105,7 @@ export function clientFromFlags(values: Record<string, unknown>, env: NodeJS.Pro
       throw new UsageError(`cannot read ${path}`);
     }
   };
-  const options: ClientOptions = { address: text("server") ?? env.SESSIONSTATE_SERVER ?? "127.0.0.1:50051" };
+  const options: ClientOptions = { address: serverAddress(values, env) };
   const namespace = text("namespace") ?? env.SESSIONSTATE_NAMESPACE;
   if (namespace !== undefined && namespace !== "") {
     if (!isValidNamespace(namespace)) throw new UsageError(`--namespace: "${namespace}" is not a namespace ([a-z0-9][a-z0-9-]{0,62})`);

@@ -1,5 +1,5 @@
 import { isAgentQualified } from "../domain/session-key.js";
-import { clientFromFlags, connectionOptions, connectionUsage, parseCommandArgs, UsageError } from "./connection.js";
+import { clientFromFlags, connectionUsage, parseCommandArgs, UsageError } from "./connection.js";
 
 export const mcpUsage = `usage: sessionstate mcp --session KEY
 
@@ -14,8 +14,7 @@ ${connectionUsage}
 
 /** `sessionstate mcp`: runs the MCP server of @sessionstate/mcp until its client closes standard input. */
 export async function mcpCommand(args: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const { values, positionals } = parseCommandArgs(args, { ...connectionOptions, session: { type: "string" } });
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+  const { values } = parseCommandArgs(args, { session: { type: "string" } });
   const session = values.session?.trim();
   if (session === undefined || session === "") throw new UsageError("--session is required");
   if (!isAgentQualified(session)) throw new UsageError(`--session must be an agent-qualified key such as agent:main:main (got "${session}")`);

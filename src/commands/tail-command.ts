@@ -1,11 +1,12 @@
-import { toJsonString } from "@bufbuild/protobuf";
 import { StaleNoticeSchema } from "../../gen/sessionstate/v1/watch_pb.js";
-import { clientFromFlags, connectionOptions, connectionUsage, parseCommandArgs, UsageError } from "./connection.js";
+import { connectionUsage, describeCallFailure, parseCommandArgs, serverAddress, UsageError, withClient } from "./connection.js";
+import { counted, jsonLine } from "./output.js";
 
 export const tailUsage = `usage: sessionstate tail (--watcher KEY | --prefix PREFIX)... [--ack] [--json]
 
-Prints stale notices as they come (pending ones first), reconnecting when the stream breaks.
---ack acknowledges each notice after printing it.
+Prints stale notices as they come (pending ones first), reconnecting when the stream breaks; says on
+standard error when it is connected, when the pending notices have all come (synced), and why it is
+reconnecting. --ack acknowledges each notice after printing it.
 
 ${connectionUsage}
 `;
@@ -15,28 +16,42 @@ export async function tailCommand(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   out: NodeJS.WritableStream,
+  err: NodeJS.WritableStream,
   signal: AbortSignal,
 ): Promise<number> {
-  const { values, positionals } = parseCommandArgs(args, {
-    ...connectionOptions,
+  const { values } = parseCommandArgs(args, {
     watcher: { type: "string", multiple: true },
     prefix: { type: "string", multiple: true },
     ack: { type: "boolean" },
     json: { type: "boolean" },
   });
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
   const watchers = values.watcher ?? [];
   const prefixes = values.prefix ?? [];
   if (watchers.length === 0 && prefixes.length === 0) throw new UsageError("give at least one --watcher or --prefix");
-  const client = clientFromFlags(values, env);
-  try {
-    for await (const notice of client.subscribe({ watchers, prefixes, signal })) {
-      if (values.json === true) out.write(`${toJsonString(StaleNoticeSchema, notice)}\n`);
+  const address = serverAddress(values, env);
+  // Each reason for reconnecting is said once until the stream is back, not at every attempt.
+  let lastReason: string | undefined;
+  return withClient(values, env, async (client) => {
+    const notices = client.subscribe({
+      watchers,
+      prefixes,
+      signal,
+      onConnected: () => {
+        lastReason = undefined;
+        err.write(`connected to ${address}\n`);
+      },
+      onSynced: (pendingDelivered) => err.write(`synced: ${counted(pendingDelivered, "pending notice")} delivered; waiting for more\n`),
+      onReconnect: (failure) => {
+        const reason = describeCallFailure(failure, address);
+        if (reason !== lastReason) err.write(`reconnecting: ${reason}\n`);
+        lastReason = reason;
+      },
+    });
+    for await (const notice of notices) {
+      if (values.json === true) out.write(jsonLine(StaleNoticeSchema, notice));
       else out.write(`${notice.watcherSessionKey}${notice.wake ? " (wake)" : ""}${notice.queueOnly ? " (queue only)" : ""}: ${notice.text}\n`);
       if (values.ack === true) await client.ack(notice);
     }
     return 0;
-  } finally {
-    client.close();
-  }
+  });
 }

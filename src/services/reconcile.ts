@@ -32,11 +32,11 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
     sessionStatus: async (request, context) => {
       const session = sessionIdFromRef("session", request.session, context.namespace);
       authorizeAgents(context, [session.agentId]);
-      if (request.limit < 0) throw invalidArgument("limit", `must be between 0 and ${maxStatusEvents}`);
+      if (request.limit < 0) throw invalidArgument("limit", `must not be negative (0 means ${maxStatusEvents}; more than ${maxStatusEvents} is served as ${maxStatusEvents})`);
       const limit = request.limit === 0 ? maxStatusEvents : Math.min(request.limit, maxStatusEvents);
       const since = request.changesSince;
       if (since !== undefined && since < 0n) {
-        throw new StatusError("INVALID_ARGUMENT", "changesSince must be a non-negative integer");
+        throw invalidArgument("changes_since", "must not be negative");
       }
       // Versions are far below 2^53; anything larger is simply past the head.
       const sinceNumber = since === undefined ? undefined : since > BigInt(Number.MAX_SAFE_INTEGER) ? Infinity : Number(since);

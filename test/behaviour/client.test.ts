@@ -72,7 +72,7 @@ describe("client library", () => {
       );
       assert.deepEqual(outcomes.map((o) => o.status).filter((s) => s === "rejected").length, 1);
       const rejected = outcomes[7] as PromiseRejectedResult;
-      assert.deepEqual([rejected.reason.code, rejected.reason.details], [3, "appends[7]: summary: is required (one line, 1-200 characters)"]);
+      assert.deepEqual([rejected.reason.code, rejected.reason.details], [3, "summary: is required (one line, 1-200 characters)"], "the caller made one append: its error names the field, not the entry");
       const sequences = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value.event?.sequence] : []));
       assert.deepEqual(sequences, Array.from({ length: 49 }, (_, i) => BigInt(i + 1)));
       const metrics = await (await fetch(`http://127.0.0.1:${t.server.metricsPort}/metrics`)).text();

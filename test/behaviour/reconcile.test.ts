@@ -54,8 +54,8 @@ describe("Reconcile", () => {
       status.OUT_OF_RANGE,
     );
     const err = await assertStatus(t.reconcile.sessionStatus({ session: { key: W }, changesSince: -1n }), status.INVALID_ARGUMENT);
-    assert.equal(err.details, "changesSince must be a non-negative integer");
-    await assertStatus(t.reconcile.sessionStatus({ session: { key: W }, limit: -1 }), status.INVALID_ARGUMENT, "limit:");
+    assert.equal(err.details, "changes_since: must not be negative");
+    await assertStatus(t.reconcile.sessionStatus({ session: { key: W }, limit: -1 }), status.INVALID_ARGUMENT, "limit: must not be negative (0 means 200; more than 200 is served as 200)");
     await assertStatus(t.reconcile.sessionStatus({}), status.INVALID_ARGUMENT, "session:");
   });
 

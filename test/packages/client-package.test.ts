@@ -75,8 +75,8 @@ console.log(JSON.stringify({ version: String(appended.stateVersion), target: not
       target: "agent:main:worker",
       notified: "1",
       acknowledged: true,
-      // Appends travel in AppendBatch calls: the refusal names the entry and the field.
-      refused: { invalidArgument: true, details: "appends[0]: session.key: must not be empty" },
+      // Appends travel in AppendBatch calls, but a refusal reads as Append's would: the field, not the entry.
+      refused: { invalidArgument: true, details: "session.key: must not be empty" },
     });
   });
 

@@ -356,6 +356,12 @@ describe("replicas on one PostgreSQL", { skip: skipWithoutPostgres() }, () => {
       await waitFor(HealthCheckResponse_ServingStatus.SERVING);
       cluster.stop();
       await waitFor(HealthCheckResponse_ServingStatus.NOT_SERVING);
+      // A person asking with the CLI is told so in a sentence, not in grpc-js's words about subchannels.
+      const asked = await runCli(["status", worker, "--server", replica.process.address]);
+      assert.deepEqual(
+        [asked.code, asked.stderr],
+        [1, `sessionstate status: the server at ${replica.process.address} is not serving: it cannot reach its database, or it is stopping (its log says which); try again shortly\n`],
+      );
       for (let i = 0; i < 20; i++) {
         await assert.rejects(replica.clients.signalLog.append(goal(worker), { timeoutMs: 5000 }), (err: { code: number; details: string }) => {
           assert.equal(err.code, 14, "UNAVAILABLE");

@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { goal, human, startTestServer } from "../support/helpers.js";
-import { binPath, runCli } from "../support/process-helpers.js";
+import { binPath, freePort, runCli } from "../support/process-helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
@@ -30,6 +30,126 @@ describe("operator commands", () => {
       assert.match(ahead.stderr, /changes_since 9 is above the session's state version 2/);
     } finally {
       await t.dispose();
+    }
+  });
+
+  test("the commands cover the API: append, watch, pending, watches, ack, events, sessions, namespaces, unwatch, prune, each with exact output", async () => {
+    const t = await startTestServer();
+    const cli = async (...args: string[]): Promise<[number | null, string, string]> => {
+      const { code, stdout, stderr } = await runCli([...args, "--server", t.server.address]);
+      return [code, stdout.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, "YYYY-MM-DDThh:mm:ss.sssZ"), stderr];
+    };
+    try {
+      assert.deepEqual(await cli("namespaces"), [0, "no namespaces yet: nothing has been appended or watched\n", ""]);
+      assert.deepEqual(await cli("append", C, "--kind", "goal-changed", "--summary", "goal set", "--actor", "agent", "--actor-id", W), [
+        0,
+        "recorded: event 1 (goal_changed), state version 1\n",
+        "",
+      ]);
+      assert.deepEqual(await cli("watch", W, C), [0, `${W} watches ${C} (agent main) from version 1: L 1  N 1  M 1\n`, ""]);
+      assert.deepEqual(await cli("watch", W, "global"), [
+        1,
+        "not watched: target is a bare key: only agent-qualified sessions (agent:<agentId>:<rest>) are watched\n",
+        "",
+      ]);
+      assert.deepEqual(await cli("append", C, "--kind", "HUMAN_DIRECT_MESSAGE", "--summary", "over slack", "--actor", "human"), [
+        0,
+        "recorded: event 2 (human_direct_message), state version 2\n",
+        "",
+      ]);
+      const text = `Session "${C}" changed (other actor). Reconcile before acting: session_status sessionKey "${C}" changesSince 1.`;
+      assert.deepEqual(await cli("pending"), [0, `${W} -> ${C} (agent main)  L 1  N 2  M 2\n  ${text}\n`, ""]);
+      const [, pendingJson] = await cli("pending", "--watcher", W, "--json");
+      assert.deepEqual(JSON.parse(pendingJson), {
+        watcherSessionKey: W,
+        target: { key: C, agentId: "main" },
+        changesSince: "1",
+        notifiedVersion: "2",
+        text,
+        wake: true,
+        contextKey: `session-state:${Buffer.from(C).toString("hex")}`,
+        queueOnly: false,
+      });
+      assert.deepEqual(await cli("watches"), [
+        0,
+        `WATCHER          TARGET                     AGENT  L  N  M  PENDING  PROVENANCE  UPDATED\n${W}  ${C}  main   1  2  2  yes      explicit    YYYY-MM-DDThh:mm:ss.sssZ\n`,
+        "",
+      ]);
+      assert.deepEqual(await cli("ack", W, C, "--notified-version", "2"), [0, `acknowledged: ${W} on ${C} is caught up to version 2\n`, ""]);
+      assert.deepEqual(await cli("ack", W, C, "--notified-version", "2"), [
+        1,
+        `not acknowledged: no pending notice of ${W} on ${C} covers version 2 (a stale or repeated ack changes nothing)\n`,
+        "",
+      ]);
+      assert.deepEqual(await cli("pending"), [0, "no pending notices\n", ""]);
+      assert.deepEqual(await cli("events", C), [
+        0,
+        [
+          `session ${C} (agent main), state version 2`,
+          "2 events",
+          `  1  YYYY-MM-DDThh:mm:ss.sssZ  goal_changed  agent ${W}  goal set`,
+          "  2  YYYY-MM-DDThh:mm:ss.sssZ  human_direct_message  human  over slack",
+          "",
+        ].join("\n"),
+        "",
+      ]);
+      assert.deepEqual(await cli("sessions"), [
+        0,
+        `SESSION                    AGENT  VERSION  UPDATED                   PRUNED THROUGH  UPSTREAM\n${C}  main   2        YYYY-MM-DDThh:mm:ss.sssZ  0               no\n`,
+        "",
+      ]);
+      assert.deepEqual(await cli("namespaces"), [
+        0,
+        "NAMESPACE  SESSIONS  EVENTS  WATCHES  PENDING  LAST APPEND\ndefault    1         2       1        0        YYYY-MM-DDThh:mm:ss.sssZ\n",
+        "",
+      ]);
+      // Another namespace holds nothing of this one; the list of namespaces ignores --namespace.
+      assert.deepEqual(await cli("sessions", "--namespace", "team-b"), [0, "no sessions\n", ""]);
+      assert.equal((await cli("namespaces", "--namespace", "team-b"))[1].split("\n").length, 3);
+      assert.deepEqual(await cli("unwatch", W, C), [0, `removed the watch of ${W} on ${C}\n`, ""]);
+      assert.deepEqual(await cli("unwatch", W, C), [0, `${W} did not watch ${C}: nothing removed\n`, ""]);
+      assert.deepEqual(await cli("prune"), [0, "removed 0 events and 0 expired watches\n", ""]);
+      // Bad input: the CLI's own checks exit 2; the server's refusals exit 1 with its message, naming the field.
+      assert.deepEqual(await cli("append", C, "--kind", "shouted"), [
+        2,
+        "",
+        'sessionstate append: --kind: "shouted" is not one of human-direct-message, goal-changed, upstream-missing, child-spawned, run-completed, run-failed, compacted, adopted, created, imported\nsee \'sessionstate append --help\'\n',
+      ]);
+      assert.deepEqual(await cli("ack", W, C), [2, "", "sessionstate ack: give --notified-version: the version N of the notice, as 'sessionstate pending' shows it\nsee 'sessionstate ack --help'\n"]);
+      assert.deepEqual(await cli("watch", W), [2, "", "sessionstate watch: give <watcher> <target>\nsee 'sessionstate watch --help'\n"]);
+      const [code, , stderr] = await cli("append", C, "--kind", "goal-changed", "--summary", "");
+      assert.deepEqual([code, stderr], [1, "sessionstate append: summary: is required (one line, 1-200 characters) (INVALID_ARGUMENT)\n"]);
+    } finally {
+      await t.dispose();
+    }
+  });
+
+  test("--json prints each answer as the API's JSON with its zero values", async () => {
+    const t = await startTestServer();
+    const json = async (...args: string[]): Promise<unknown> => JSON.parse((await runCli([...args, "--json", "--server", t.server.address])).stdout);
+    try {
+      assert.deepEqual(await json("status", C), { session: { key: C, agentId: "main" }, stateVersion: "0" });
+      assert.deepEqual(await json("status", C, "--since", "0"), {
+        session: { key: C, agentId: "main" },
+        stateVersion: "0",
+        stateChanges: { events: [], historyGap: false, truncated: false, earliestAvailableSequence: "0" },
+      });
+      assert.deepEqual(await json("ack", W, C, "--notified-version", "0"), { results: [{ acknowledged: false, reopened: false }] });
+      assert.deepEqual(await json("prune"), { eventsRemoved: 0, cursorsRemoved: 0 });
+      assert.deepEqual(await json("unwatch", W, C), { removed: false });
+    } finally {
+      await t.dispose();
+    }
+  });
+
+  test("a server that is not there is one plain line, exit 1", async () => {
+    const address = `127.0.0.1:${await freePort()}`;
+    for (const command of [["status", C], ["namespaces"], ["append", C, "--kind", "goal-changed", "--summary", "x"]]) {
+      const result = await runCli([...command, "--server", address]);
+      assert.deepEqual(
+        [result.code, result.stdout, result.stderr],
+        [1, "", `sessionstate ${command[0]}: cannot reach a server at ${address} (connection refused): is it running? (the address comes from --server or SESSIONSTATE_SERVER)\n`],
+      );
     }
   });
 
@@ -68,6 +188,34 @@ describe("operator commands", () => {
       tail.kill("SIGINT");
       await new Promise((resolve) => tail.once("exit", resolve));
       await t.dispose();
+    }
+  });
+
+  test("tail says on standard error why it is reconnecting (once), then connected and synced", async () => {
+    const port = await freePort();
+    const address = `127.0.0.1:${port}`;
+    const tail = spawn(process.execPath, [binPath, "tail", "--watcher", W, "--server", address], { stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    tail.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const waitFor = async (text: string): Promise<void> => {
+      const deadline = Date.now() + 20_000;
+      while (!stderr.includes(text)) {
+        assert.ok(Date.now() < deadline, `tail never said "${text}": ${stderr}`);
+        await sleep(20);
+      }
+    };
+    let t: Awaited<ReturnType<typeof startTestServer>> | undefined;
+    try {
+      const unreachable = `reconnecting: cannot reach a server at ${address} (connection refused): is it running? (the address comes from --server or SESSIONSTATE_SERVER)\n`;
+      await waitFor(unreachable);
+      await sleep(2500); // several attempts, each with the same reason
+      t = await startTestServer({ listenPort: port });
+      await waitFor("synced");
+      assert.equal(stderr, `${unreachable}connected to ${address}\nsynced: 0 pending notices delivered; waiting for more\n`);
+    } finally {
+      tail.kill("SIGINT");
+      await new Promise((resolve) => tail.once("exit", resolve));
+      await t?.dispose();
     }
   });
 

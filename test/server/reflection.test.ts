@@ -61,6 +61,6 @@ describe("reflection and health, through buf curl", () => {
       (err: { code: number; stderr: string }) => err,
     );
     assert.equal(failed.code, 3 * 8, "buf curl exits with the gRPC code times 8");
-    assert.match(failed.stderr, /changesSince must be a non-negative integer/);
+    assert.match(failed.stderr, /changes_since: must not be negative/);
   });
 });

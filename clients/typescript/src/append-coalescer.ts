@@ -59,8 +59,12 @@ export interface AppendRetry {
 /** The default: up to 6 resends, about 2.5 s in all on average, and never past the append's deadline. */
 export const defaultAppendRetry: AppendRetry = { maxRetries: 6, initialDelayMs: 100, maxDelayMs: 1000 };
 
-/** An error shaped like grpc-js's, for one failed entry of a batch. */
-function entryError(code: number, message: string): ServiceError {
+/**
+ * An error shaped like grpc-js's, for one failed entry of a batch. The server names the entry
+ * (`appends[3]: summary: …`); the caller made one append, so its error reads as Append's would.
+ */
+function entryError(code: number, batchMessage: string): ServiceError {
+  const message = batchMessage.replace(/^appends\[\d+\]: /, "");
   const name = GrpcStatus[code] ?? String(code);
   return Object.assign(new Error(`${code} ${name}: ${message}`), { code, details: message, metadata: new Metadata() });
 }

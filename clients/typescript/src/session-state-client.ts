@@ -74,6 +74,8 @@ export interface SubscribeOptions {
   /** Ends the subscription. */
   signal?: AbortSignal;
   backoff?: BackoffOptions;
+  /** Called when each (re)connection's stream starts answering (its first message, a notice or `synced`). */
+  onConnected?: () => void;
   /** Called after each (re)connection once the pending notices have been delivered. */
   onSynced?: (pendingDelivered: number) => void;
   /** Called before each reconnect attempt with the failure and the delay. */
@@ -228,7 +230,12 @@ export class SessionStateClient {
         { timeoutMs: undefined, ...(options.signal === undefined ? {} : { signal: options.signal }) },
       );
       try {
+        let connected = false;
         for await (const message of call) {
+          if (!connected) {
+            connected = true;
+            options.onConnected?.();
+          }
           if (message.message.case === "synced") {
             attempt = 0;
             options.onSynced?.(message.message.value.pendingDelivered);
