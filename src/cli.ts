@@ -28,7 +28,7 @@ const usage = `usage: sessionstate <command> [flags]
 commands:
 ${commandList.map(([synopsis, summary]) => `  ${synopsis!.padEnd(synopsisWidth)}  ${summary}`).join("\n")}
 
-flags of every command: --help, -h (its usage), --version
+flags of every command: --help, -h (its usage), --version (also sessionstate -v)
 `;
 
 const usages: Record<string, string> = {
@@ -90,6 +90,7 @@ async function main(argv: readonly string[]): Promise<number> {
       return 0;
     }
     case "--version":
+    case "-v":
     case "version":
       return printVersion();
     default:

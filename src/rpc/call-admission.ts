@@ -7,6 +7,10 @@ import { status as GrpcStatus, type Metadata, type StatusObject } from "@grpc/gr
 import { mayUseNamespace, type Principal } from "../domain/principal.js";
 import { defaultNamespace, isValidNamespace } from "../domain/session-key.js";
 
+/** What a call without a token is told: how to send one, and where the sessionstate commands and clients take it from. */
+export const missingTokenDetails =
+  "missing bearer token: send the metadata authorization: Bearer <token> (the sessionstate commands read it from SESSIONSTATE_TOKEN or --token-file; the clients take a token option)";
+
 /** A status a call is answered or ended with. */
 export type Status = Pick<StatusObject, "code" | "details">;
 
@@ -59,7 +63,7 @@ function authenticateCall(metadata: Metadata, authenticate: Authenticate | undef
   const header = metadata.get("authorization")[0];
   const match = typeof header === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   if (match === null) {
-    return { status: { code: GrpcStatus.UNAUTHENTICATED, details: "missing bearer token (send metadata authorization: Bearer <token>)" } };
+    return { status: { code: GrpcStatus.UNAUTHENTICATED, details: missingTokenDetails } };
   }
   const principal = authenticate(match[1]!);
   if (principal === undefined) return { status: { code: GrpcStatus.UNAUTHENTICATED, details: "unknown bearer token" } };

@@ -135,7 +135,7 @@ describe("sessionstate serve", () => {
       assert.match(result.stdout, /^usage: sessionstate <command> \[flags\]\n/);
       assert.match(result.stdout, /--help, -h \(its usage\), --version/);
     }
-    const versions = await Promise.all([["--version"], ["version"], ["serve", "--version"], ["status", "--version"]].map((argv) => runCli(argv)));
+    const versions = await Promise.all([["--version"], ["-v"], ["version"], ["serve", "--version"], ["status", "--version"]].map((argv) => runCli(argv)));
     for (const result of versions) assert.deepEqual([result.code, result.stdout, result.stderr], [0, `sessionstate ${version}\n`, ""]);
   });
 

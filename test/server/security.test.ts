@@ -95,7 +95,7 @@ describe("authentication and scopes", () => {
   });
 
   test("no token or an unknown token is UNAUTHENTICATED; health stays open", async () => {
-    await assertStatus(anonymous.reconcile.sessionStatus({ session: { key: W } }), status.UNAUTHENTICATED, "missing bearer token");
+    await assertStatus(anonymous.reconcile.sessionStatus({ session: { key: W } }), status.UNAUTHENTICATED, "missing bearer token: send the metadata authorization: Bearer <token> (the sessionstate commands read it from SESSIONSTATE_TOKEN or --token-file; the clients take a token option)");
     const stranger = as("not-a-token");
     await assertStatus(stranger.signalLog.append(goal(W)), status.UNAUTHENTICATED, "unknown bearer token");
     stranger.close();

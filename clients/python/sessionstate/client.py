@@ -45,6 +45,25 @@ def _enum(enum_type, prefix: str, value: EnumValue, field: str) -> int:
         raise ValueError(f"{field}: unknown value {value!r}") from None
 
 
+PayloadValue = Union[types_pb2.EventPayload, Mapping[str, object]]
+
+
+def _payload(payload: PayloadValue) -> types_pb2.EventPayload:
+    """An EventPayload, or a dict of its fields (``{"outcome": "TIMEOUT", "reason": "model timeout"}``;
+    ``outcome`` as a constant or its name, with or without ``RUN_OUTCOME_``)."""
+    if isinstance(payload, types_pb2.EventPayload):
+        return payload
+    if not isinstance(payload, Mapping):
+        raise TypeError("payload: expected an EventPayload or a dict of its fields (outcome, channel, turns, catalog_id, host_id, reason)")
+    fields = dict(payload)
+    if "outcome" in fields:
+        fields["outcome"] = _enum(types_pb2.RunOutcome, "RUN_OUTCOME_", fields["outcome"], "payload.outcome")  # type: ignore[arg-type]
+    try:
+        return types_pb2.EventPayload(**fields)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"payload: {error}") from None
+
+
 def _session(key: str, agent_id: Optional[str] = None) -> types_pb2.SessionRef:
     return types_pb2.SessionRef(key=key, agent_id=agent_id or "")
 
@@ -115,7 +134,7 @@ class SessionStateClient:
         actor_id: str = "",
         run_id: str = "",
         occurred_at_ms: Optional[int] = None,
-        payload: Optional[types_pb2.EventPayload] = None,
+        payload: Optional[PayloadValue] = None,
         dedupe_key: Optional[str] = None,
         notify_session_keys: Sequence[str] = (),
         only_if_watched: bool = False,
@@ -135,7 +154,7 @@ class SessionStateClient:
             only_if_watched=only_if_watched,
         )
         if payload is not None:
-            request.payload.CopyFrom(payload)
+            request.payload.CopyFrom(_payload(payload))
         if occurred_at_ms is not None:
             request.occurred_at.CopyFrom(Timestamp(seconds=occurred_at_ms // 1000, nanos=(occurred_at_ms % 1000) * 1_000_000))
         return self.signal_log.Append(request, timeout=timeout or self._timeout, metadata=self._metadata)

@@ -141,6 +141,12 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(raised.exception.details(), "session.key: must not be empty")
         with self.assertRaises(ValueError):
             self.client.append(self.target, "NOT_A_KIND", "AGENT", "x")
+        with self.assertRaises(ValueError) as bad_payload:
+            self.client.append(self.target, "RUN_FAILED", "SYSTEM", "x", payload={"outcome": "LATE"})
+        self.assertEqual(str(bad_payload.exception), "payload.outcome: unknown value 'LATE'")
+        with self.assertRaises(ValueError) as unknown_field:
+            self.client.append(self.target, "RUN_FAILED", "SYSTEM", "x", payload={"colour": "red"})
+        self.assertTrue(str(unknown_field.exception).startswith("payload: "), str(unknown_field.exception))
 
     def test_best_effort_append_never_raises_and_logs(self) -> None:
         self.assertIsNone(self.client.append_best_effort("", "GOAL_CHANGED", "AGENT", "refused"))
@@ -200,7 +206,8 @@ class ClientTest(unittest.TestCase):
             # An explicit watch upgrades the pair; run_failed now notifies it, and wakes.
             upgraded = self.client.watch(WATCHER, self.target, extra_material_kinds=["RUN_FAILED"])
             self.assertEqual(upgraded.cursor.provenance, types_pb2.WATCH_PROVENANCE_EXPLICIT)
-            self.client.append(self.target, "RUN_FAILED", "SYSTEM", "run failed", payload=types_pb2.EventPayload(outcome=types_pb2.RUN_OUTCOME_TIMEOUT, reason="model timeout"))
+            # A payload as a dict of its fields, the outcome by its name.
+            self.client.append(self.target, "RUN_FAILED", "SYSTEM", "run failed", payload={"outcome": "TIMEOUT", "reason": "model timeout"})
             failed = subscriber.next()
             self.assertEqual((failed.wake, failed.queue_only, failed.changes_since, failed.notified_version), (True, False, 1, 2))
         finally:
