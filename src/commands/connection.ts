@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { SessionStateClient, StatusCode, type CallError, type ClientOptions } from "@sessionstate/client";
+// The client is compiled into this package (dist/clients/typescript/src): the server needs no other package of ours.
+import { SessionStateClient, StatusCode, type CallError, type ClientOptions } from "../../clients/typescript/src/index.js";
 import { describeArgsError } from "../command-line.js";
 import { isValidNamespace } from "../domain/session-key.js";
 

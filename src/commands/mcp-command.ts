@@ -1,5 +1,5 @@
 import { isAgentQualified } from "../domain/session-key.js";
-import { clientFromFlags, connectionUsage, parseCommandArgs, UsageError } from "./connection.js";
+import { clientFromFlags, CommandFailure, connectionUsage, parseCommandArgs, UsageError } from "./connection.js";
 
 export const mcpUsage = `usage: sessionstate mcp --session KEY
 
@@ -23,7 +23,7 @@ export async function mcpCommand(args: readonly string[], env: NodeJS.ProcessEnv
     mcp = await import("@sessionstate/mcp");
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ERR_MODULE_NOT_FOUND") throw err;
-    throw new Error("the MCP server is in the @sessionstate/mcp package: install it beside sessionstate (npm pack clients/mcp, then npm install -g the tarball)", {
+    throw new CommandFailure("the MCP server is in the @sessionstate/mcp package: install it beside sessionstate (npm pack ./clients/mcp, then npm install -g ./sessionstate-mcp-0.1.0.tgz)", {
       cause: err,
     });
   }

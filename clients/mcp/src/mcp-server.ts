@@ -6,12 +6,19 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { ActorType, EventKind, type CallError, type SessionStateClient, type StaleNotice, type StateEvent, StatusCode } from "@sessionstate/client";
+// The client is compiled into this package (dist/typescript/src): it needs no other package of ours.
+import { ActorType, EventKind, type CallError, type SessionStateClient, type StaleNotice, type StateEvent, StatusCode } from "../../typescript/src/index.js";
 import { z } from "zod";
+
+/**
+ * The calls the server makes: any SessionStateClient (the `sessionstate mcp` command passes its own copy of
+ * the client, compiled into the server package; structurally the same).
+ */
+export type McpClient = Pick<SessionStateClient, "watch" | "reconcile" | "ack">;
 
 /** What the server needs: a connected client and the session it acts for. */
 export interface McpServerOptions {
-  client: SessionStateClient;
+  client: McpClient;
   /** The agent-qualified key of the session this agent is (the watcher), e.g. `agent:main:main`. */
   session: string;
   /** How long `stale_notices` waits for the server to deliver the pending notices, in ms. Default 5 s. */
@@ -60,7 +67,7 @@ async function guarded(run: () => Promise<unknown>): Promise<CallToolResult> {
 }
 
 /** The notices pending for `watcher` now: read from a subscription until the server says they are all sent. */
-async function pendingNotices(client: SessionStateClient, watcher: string, timeoutMs: number): Promise<StaleNotice[]> {
+async function pendingNotices(client: McpClient, watcher: string, timeoutMs: number): Promise<StaleNotice[]> {
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), timeoutMs);
   const notices: StaleNotice[] = [];
