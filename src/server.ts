@@ -405,9 +405,10 @@ export async function startServer(config: Config, { logger, clock = systemClock,
 
   const close = async (): Promise<void> => {
     database.stop();
-    // Calls and streams are told the server is stopping (not that the database is away), then health.
-    rpcEdge.shutDownCalls();
+    // Health first: clients' health watches hear NOT_SERVING (and send nothing more here) before those
+    // streams are ended; then calls and streams are told the server is stopping (not that the database is away).
     health.setServing(false);
+    rpcEdge.shutDownCalls();
     await stopGracefully({ server, edge: rpcEdge, hub, jobs, lifecycle, metricsServer, leaseHolder, log });
   };
   let closing: Promise<void> | undefined;
