@@ -41,7 +41,8 @@ export function row(scenario: string, figure: string, value: string, goal = ""):
 export async function sessionstate(name: string, extra: string[] = []): Promise<Listening> {
   return spawnListening(
     join(root, "bin/sessionstate.js"),
-    ["serve", "--db", join(work, `${name}.db`), "--listen", "127.0.0.1:0", "--log-level", "warn", ...extra],
+    // BENCH_LOG_LEVEL: the servers' log level (default warn); `info` measures what the request log costs there.
+    ["serve", "--db", join(work, `${name}.db`), "--listen", "127.0.0.1:0", "--log-level", process.env.BENCH_LOG_LEVEL ?? "warn", ...extra],
     serverNodeArgs,
   );
 }
