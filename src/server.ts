@@ -406,8 +406,11 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   const close = async (): Promise<void> => {
     database.stop();
     // Health first: clients' health watches hear NOT_SERVING (and send nothing more here) before those
-    // streams are ended; then calls and streams are told the server is stopping (not that the database is away).
+    // streams are ended. Their handlers write it in the microtasks that follow, so the streams are ended a
+    // turn of the event loop later (ended at once, they never said it, and a client's balancer went on
+    // sending calls here). Then calls and streams are told the server is stopping (not that the database is away).
     health.setServing(false);
+    await new Promise<void>((resolve) => setImmediate(resolve));
     rpcEdge.shutDownCalls();
     await stopGracefully({ server, edge: rpcEdge, hub, jobs, lifecycle, metricsServer, leaseHolder, log });
   };

@@ -24,21 +24,25 @@ describe("sessionstate serve", () => {
       assert.equal(appended.event?.sequence, 1n);
       const health = createServiceClient(clients.channel, Health);
       assert.equal((await health.check({})).status, HealthCheckResponse_ServingStatus.SERVING);
-      // An open stream must not hold up shutdown: it is ended with UNAVAILABLE.
+      // An open stream must not hold up shutdown: it is told NOT_SERVING (so that a client's balancer sends
+      // nothing more here), then ended with UNAVAILABLE.
       const watch = health.watch({});
       const iterator = watch[Symbol.asyncIterator]();
       assert.equal((await iterator.next()).value?.status, HealthCheckResponse_ServingStatus.SERVING);
       server.child.kill("SIGTERM");
+      const seen: HealthCheckResponse_ServingStatus[] = [];
       const ended = await (async () => {
         try {
           for (;;) {
             const next = await iterator.next();
             if (next.done) return "ended without status";
+            seen.push(next.value.status);
           }
         } catch (err) {
           return (err as { code: number }).code;
         }
       })();
+      assert.deepEqual(seen, [HealthCheckResponse_ServingStatus.NOT_SERVING], "NOT_SERVING before the stream ends");
       assert.equal(ended, status.UNAVAILABLE);
       assert.equal(await server.exited, 0);
       clients.close();
