@@ -44,7 +44,8 @@ describe("client library", () => {
       assert.equal(result, undefined);
       assert.ok(Date.now() - started < 2000, "returns within the deadline");
       assert.equal(warnings.length, 1);
-      assert.equal((warnings[0] as { code: string }).code, "UNAVAILABLE");
+      // Refused at once (UNAVAILABLE), or, when a resend is still on its way at the deadline, DEADLINE_EXCEEDED.
+      assert.ok(["UNAVAILABLE", "DEADLINE_EXCEEDED"].includes((warnings[0] as { code: string }).code), JSON.stringify(warnings[0]));
       assert.doesNotMatch(JSON.stringify(warnings), /private summary text/, "summaries are never logged");
     } finally {
       client.close();
