@@ -60,7 +60,11 @@ describe("the WAL checkpointer", () => {
       const restarts = reader.prepare<[], { count: number }>("SELECT count FROM wal_restarts").get()!.count;
       reader.close();
       assert.ok(restarts >= 10, `the log started over ${restarts} times in 3 s (${from} appends)`);
-      assert.ok(walBytes() < 32 * 1024 * 1024, `the log grew to ${walBytes()} bytes over ${from} appends`);
+      // The file keeps the largest extent the log ever reached, which grows with the appends a runtime makes
+      // in these 3 s: the bound is 32 MiB, or 360 bytes an append (Node 24 appends faster: 138,800 appends
+      // and a 39 MB log, 281 bytes each, seen once in CI).
+      console.log(`writes that never pause: ${from} appends in 3 s, the log's largest extent ${walBytes()} bytes, started over ${restarts} times`);
+      assert.ok(walBytes() < Math.max(32 * 1024 * 1024, 360 * from), `the log grew to ${walBytes()} bytes over ${from} appends`);
       // A long series of writes that waits for the worker finds the log all copied; a write then starts it
       // over. (Not always the first: SQLite skips the restart when it meets the worker's own checkpoint in
       // progress, seen once in a few hundred runs, and the next write makes it.)
