@@ -270,13 +270,14 @@ function followDatabase(
 }
 
 /**
- * The graceful stop, within `stopBudgetMs` whatever the database does (SPEC §11): new calls refused and
- * streams ended with UNAVAILABLE, unary calls given `callGraceMs`, connections closed, jobs stopped, leases
- * given up, the metrics listener and the store closed.
+ * The graceful stop, within `stopBudgetMs` whatever the database does (SPEC §11): health NOT_SERVING, new
+ * calls refused and streams ended with UNAVAILABLE, unary calls given `callGraceMs`, connections closed,
+ * jobs stopped, leases given up, the metrics listener and the store closed.
  */
 async function stopGracefully(parts: {
   server: Server;
   edge: RpcEdge;
+  health: HealthState;
   hub: NoticeHub;
   jobs: Jobs;
   lifecycle: StoreLifecycle;
@@ -284,9 +285,15 @@ async function stopGracefully(parts: {
   leaseHolder: string;
   log: Logger;
 }): Promise<void> {
-  const { server, edge, hub, jobs, lifecycle, metricsServer, leaseHolder, log } = parts;
+  const { server, edge, health, hub, jobs, lifecycle, metricsServer, leaseHolder, log } = parts;
   const stopByMs = performance.now() + stopBudgetMs;
   const remainingMs = (): number => Math.max(0, stopByMs - performance.now());
+  // Health first: clients' health watches hear NOT_SERVING (and send nothing more here) before those streams
+  // are ended. Their handlers write it in the microtasks that follow, so the streams are ended a turn of the
+  // event loop later (ended at once, they never said it, and a client's balancer went on sending calls
+  // here). Then calls and streams are told the server is stopping (not that the database is away).
+  health.setServing(false);
+  await new Promise<void>((resolve) => setImmediate(resolve));
   edge.shutDownCalls();
   await edge.drainUnaryCalls(callGraceMs);
   await shutDownTransport(server, log);
@@ -405,14 +412,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
 
   const close = async (): Promise<void> => {
     database.stop();
-    // Health first: clients' health watches hear NOT_SERVING (and send nothing more here) before those
-    // streams are ended. Their handlers write it in the microtasks that follow, so the streams are ended a
-    // turn of the event loop later (ended at once, they never said it, and a client's balancer went on
-    // sending calls here). Then calls and streams are told the server is stopping (not that the database is away).
-    health.setServing(false);
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    rpcEdge.shutDownCalls();
-    await stopGracefully({ server, edge: rpcEdge, hub, jobs, lifecycle, metricsServer, leaseHolder, log });
+    await stopGracefully({ server, edge: rpcEdge, health, hub, jobs, lifecycle, metricsServer, leaseHolder, log });
   };
   let closing: Promise<void> | undefined;
   return {

@@ -79,6 +79,23 @@ async function databaseChecksum(t: TestServer, schema: string | undefined): Prom
   return hash.digest("hex");
 }
 
+/**
+ * A tokens file of four scopes: one namespace (team-a), every namespace, admin, and none named (default only).
+ */
+function writeScopedTokens(path: string, secrets: { teamA: string; everywhere: string; admin: string; plain: string }): void {
+  writeFileSync(
+    path,
+    JSON.stringify({
+      tokens: [
+        { name: "gateway-a", sha256: hashToken(secrets.teamA), agents: ["main"], namespaces: ["team-a"] },
+        { name: "gateway-any", sha256: hashToken(secrets.everywhere), agents: ["main"], namespaces: ["*"] },
+        { name: "operator", sha256: hashToken(secrets.admin), admin: true },
+        { name: "gateway-default", sha256: hashToken(secrets.plain), agents: ["main"] },
+      ],
+    }),
+  );
+}
+
 describe(onBackend("namespaces keep gateways apart"), { skip: skipBackend }, () => {
   let t: TestServer;
   let root: { dir: string; remove: () => void };
@@ -223,17 +240,7 @@ describe(onBackend("namespaces in tokens"), { skip: skipBackend }, () => {
   let schema: string | undefined;
 
   before(async () => {
-    writeFileSync(
-      tokensFile,
-      JSON.stringify({
-        tokens: [
-          { name: "gateway-a", sha256: hashToken(secrets.teamA), agents: ["main"], namespaces: ["team-a"] },
-          { name: "gateway-any", sha256: hashToken(secrets.everywhere), agents: ["main"], namespaces: ["*"] },
-          { name: "operator", sha256: hashToken(secrets.admin), admin: true },
-          { name: "gateway-default", sha256: hashToken(secrets.plain), agents: ["main"] },
-        ],
-      }),
-    );
+    writeScopedTokens(tokensFile, secrets);
     t = await startTestServer({ tokensFile });
     schema = testBackend === "postgres" ? t.dbSchema : undefined;
   });
@@ -308,17 +315,7 @@ describe(onBackend("ListNamespaces"), { skip: skipBackend }, () => {
   let t: TestServer;
 
   before(async () => {
-    writeFileSync(
-      tokensFile,
-      JSON.stringify({
-        tokens: [
-          { name: "gateway-a", sha256: hashToken(secrets.teamA), agents: ["main"], namespaces: ["team-a"] },
-          { name: "gateway-any", sha256: hashToken(secrets.everywhere), agents: ["main"], namespaces: ["*"] },
-          { name: "operator", sha256: hashToken(secrets.admin), admin: true },
-          { name: "gateway-default", sha256: hashToken(secrets.plain), agents: ["main"] },
-        ],
-      }),
-    );
+    writeScopedTokens(tokensFile, secrets);
     t = await startTestServer({ tokensFile });
     const inNamespace = (namespace: string) => clientsIn(t.server.address, namespace, secrets.admin);
     const [plainNs, teamA, teamB, teamC] = [inNamespace("default"), inNamespace("team-a"), inNamespace("team-b"), inNamespace("team-c")];
