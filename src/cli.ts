@@ -148,6 +148,7 @@ async function serve(args: readonly string[]): Promise<number> {
     return 1;
   }
   process.stdout.write(`listening on ${server.address}\n`);
+  if (server.httpAddress !== undefined) process.stdout.write(`console on ${config.tls === undefined ? "http" : "https"}://${server.httpAddress}/\n`);
 
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -47,6 +47,11 @@ export interface Config {
   insecureBind: boolean;
   /** Prometheus listener; undefined: off. */
   metricsListen: { host: string; port: number } | undefined;
+  /**
+   * The HTTP port (Connect, gRPC-Web, JSON, the console): an address, `off`, or undefined for the gRPC
+   * address's host and the next port (a free port when the gRPC port is 0). See `httpAddress`.
+   */
+  httpListen: { host: string; port: number } | "off" | undefined;
   /** Largest request message accepted. */
   maxRequestBytes: number;
   /** Bytes of encoded SessionStatus answers kept for repeated questions; 0: none. */
@@ -78,6 +83,7 @@ export const defaultConfig: Readonly<Config> = {
   tls: undefined,
   insecureBind: false,
   metricsListen: undefined,
+  httpListen: undefined,
   maxRequestBytes: 1024 * 1024,
   statusCacheBytes: 16 * 1024 * 1024,
   sqliteCacheBytes: 32 * 1024 * 1024,
@@ -394,6 +400,16 @@ export const settings: readonly Setting[] = [
     meaning: "Prometheus text at `http://HOST:PORT/metrics`",
     read: (text, config) => parsed(addressOf(text), (address) => (config.metricsListen = address)),
   },
+  {
+    flag: "http-listen",
+    value: "HOST:PORT|off",
+    env: "SESSIONSTATE_HTTP_LISTEN",
+    shownDefault: { text: "the `--listen` host and the next port (`127.0.0.1:50052`); a free port when `--listen`'s is 0", literal: false },
+    meaning:
+      "the API over HTTP (Connect, JSON or binary, and gRPC-Web), `/healthz`, `/readyz` and the console at `/`; `serve` prints `console on http://HOST:PORT/`; `off` turns it off",
+    read: (text, config) =>
+      text.trim().toLowerCase() === "off" ? ((config.httpListen = "off"), undefined) : parsed(addressOf(text), (address) => (config.httpListen = address)),
+  },
   integerSetting("max-request-bytes", "maxRequestBytes", 1024, 64 * 1024 * 1024, "larger requests are `RESOURCE_EXHAUSTED`"),
   integerSetting(
     "status-cache-bytes",
@@ -501,6 +517,9 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
   }
   config.tls = tlsFrom(given, tls, problems);
   problems.push(...exposureProblems(config));
+  if (config.httpListen === undefined && config.listenPort === 65_535) {
+    problems.push("--http-listen: give an address or off (the port after --listen's 65535 does not exist)");
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
@@ -516,12 +535,27 @@ function tlsFrom(given: ReadonlySet<string>, tls: TlsFiles, problems: string[]):
   return tls.clientCa === undefined ? { certPem: tls.cert, keyPem: tls.key } : { certPem: tls.cert, keyPem: tls.key, clientCaPem: tls.clientCa };
 }
 
-/** Loopback by default: any other address needs TLS and tokens, unless `--insecure-bind` says otherwise. */
+/** Loopback by default: any other address needs TLS and tokens, unless `--insecure-bind` says otherwise; the HTTP port too. */
 function exposureProblems(config: Config): string[] {
-  if (isLoopbackHost(config.listenHost) || config.insecureBind || (config.tls !== undefined && config.tokensFile !== undefined)) return [];
-  return [
-    `--listen: ${config.listenHost} is not a loopback address, so it needs TLS (--tls-cert, --tls-key) and authentication (--tokens-file); --insecure-bind overrides this`,
-  ];
+  if (config.insecureBind || (config.tls !== undefined && config.tokensFile !== undefined)) return [];
+  const exposed = [["--listen", config.listenHost]];
+  const http = httpAddress(config);
+  if (http !== undefined && config.httpListen !== undefined) exposed.push(["--http-listen", http.host]);
+  return exposed
+    .filter(([, host]) => !isLoopbackHost(host!))
+    .map(
+      ([flag, host]) =>
+        `${flag}: ${host} is not a loopback address, so it needs TLS (--tls-cert, --tls-key) and authentication (--tokens-file); --insecure-bind overrides this`,
+    );
+}
+
+/**
+ * Where the HTTP port listens: `--http-listen`, or by default the gRPC address's host and the next port (a
+ * free port when the gRPC port is 0, so that servers started on port 0 never collide); undefined when off.
+ */
+export function httpAddress(config: Pick<Config, "httpListen" | "listenHost" | "listenPort">): { host: string; port: number } | undefined {
+  if (config.httpListen === "off") return undefined;
+  return config.httpListen ?? { host: config.listenHost, port: config.listenPort === 0 ? 0 : config.listenPort + 1 };
 }
 
 /** Splits `host:port` or `[v6]:port`; `undefined` when malformed. */

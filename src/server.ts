@@ -7,13 +7,14 @@ import { file_sessionstate_v1_signal_log, SignalLog } from "../gen/sessionstate/
 import { file_sessionstate_v1_upstream, Upstream } from "../gen/sessionstate/v1/upstream_pb.js";
 import { file_sessionstate_v1_watch, Watch } from "../gen/sessionstate/v1/watch_pb.js";
 import { systemClock, type Clock } from "./clock.js";
-import { formatHostPort, isLoopbackHost, type Config } from "./config.js";
+import { formatHostPort, httpAddress, isLoopbackHost, type Config } from "./config.js";
 import type { Logger } from "./logger.js";
 import { Metrics, serveMetrics } from "./metrics.js";
 import { NoticeHub } from "./notices/notice-hub.js";
 import { HealthState } from "./rpc/health.js";
 import { addReflection } from "./rpc/reflection.js";
 import { AddressInUseError, ensureAddressFree } from "./ports.js";
+import { defaultHttpLimits, startHttpPort, type HttpPort } from "./rpc/http-port.js";
 import { requestLogger } from "./rpc/request-log.js";
 import { RpcEdge } from "./rpc/rpc-edge.js";
 import { TokenRegistry } from "./rpc/tokens.js";
@@ -51,6 +52,8 @@ export interface RunningServer {
   readonly address: string;
   /** The metrics listener's port, when metrics are on. */
   readonly metricsPort: number | undefined;
+  /** The HTTP port's `host:port` as bound (Connect, gRPC-Web, the console), unless it is off. */
+  readonly httpAddress: string | undefined;
   /** Server streams currently open. */
   openStreams(): number;
   /** Re-reads the tokens file (SIGHUP); keeps the old tokens and throws if the file is bad. */
@@ -282,10 +285,11 @@ async function stopGracefully(parts: {
   jobs: Jobs;
   lifecycle: StoreLifecycle;
   metricsServer: MetricsServer | undefined;
+  httpPort: HttpPort | undefined;
   leaseHolder: string;
   log: Logger;
 }): Promise<void> {
-  const { server, edge, health, hub, jobs, lifecycle, metricsServer, leaseHolder, log } = parts;
+  const { server, edge, health, hub, jobs, lifecycle, metricsServer, httpPort, leaseHolder, log } = parts;
   const stopByMs = performance.now() + stopBudgetMs;
   const remainingMs = (): number => Math.max(0, stopByMs - performance.now());
   // Health first: clients' health watches hear NOT_SERVING (and send nothing more here) before those streams
@@ -295,7 +299,7 @@ async function stopGracefully(parts: {
   health.setServing(false);
   await new Promise<void>((resolve) => setImmediate(resolve));
   edge.shutDownCalls();
-  await edge.drainUnaryCalls(callGraceMs);
+  await Promise.all([edge.drainUnaryCalls(callGraceMs), httpPort?.close(callGraceMs)]);
   await shutDownTransport(server, log);
   hub.stop();
   await settleWithin(remainingMs(), jobs.monitorJob.stop());
@@ -335,6 +339,8 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   // Nothing is opened or created before the addresses are known to be free.
   await ensureAddressFree("--listen", config.listenHost, config.listenPort);
   if (config.metricsListen !== undefined) await ensureAddressFree("--metrics-listen", config.metricsListen.host, config.metricsListen.port);
+  const http = httpAddress(config);
+  if (http !== undefined) await ensureAddressFree("--http-listen", http.host, http.port);
   const storeLog = logger.child({ component: "store" });
   const opened = await openStore(config, { clock, log: storeLog, storage: storageObserver(storeLog, () => metrics), commits });
   const { store, lifecycle } = opened;
@@ -373,6 +379,25 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     throw err;
   }
   const { port, metricsServer } = bound;
+  let serving = lifecycle.ready;
+  let httpPort: HttpPort | undefined;
+  if (http !== undefined) {
+    try {
+      httpPort = await startHttpPort({
+        ...http,
+        tls: config.tls,
+        limits: { ...defaultHttpLimits, maxRequestBytes: config.maxRequestBytes },
+        routes: (router) => rpcEdge.routes(router),
+        serving: () => serving,
+      });
+    } catch (err) {
+      server.forceShutdown();
+      if (metricsServer !== undefined) await closeHttp(metricsServer.server);
+      hub.stop();
+      await store.close();
+      throw (err as NodeJS.ErrnoException).code === "EADDRINUSE" ? new AddressInUseError("--http-listen", formatHostPort(http.host, http.port), { cause: err }) : err;
+    }
+  }
   if (!isLoopbackHost(config.listenHost) && (config.tls === undefined || tokens === undefined)) {
     log.warn(
       { address: config.listenHost, tls: config.tls !== undefined, auth: tokens !== undefined },
@@ -381,9 +406,10 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   }
 
   /** Serving: health SERVING and calls taken, or NOT_SERVING and calls refused at once. */
-  const setServing = (serving: boolean): void => {
-    health.setServing(serving);
-    rpcEdge.setAvailable(serving);
+  const setServing = (now: boolean): void => {
+    serving = now;
+    health.setServing(now);
+    rpcEdge.setAvailable(now);
   };
   const database = followDatabase(lifecycle, {
     setServing,
@@ -406,19 +432,22 @@ export async function startServer(config: Config, { logger, clock = systemClock,
       tls: config.tls === undefined ? "off" : config.tls.clientCaPem === undefined ? "on" : "mutual",
       auth: tokens === undefined ? "off" : "tokens",
       metricsPort: metricsServer?.port,
+      httpPort: httpPort?.port,
     },
     lifecycle.ready ? "serving" : "listening; not serving until the database answers",
   );
 
   const close = async (): Promise<void> => {
     database.stop();
-    await stopGracefully({ server, edge: rpcEdge, health, hub, jobs, lifecycle, metricsServer, leaseHolder, log });
+    serving = false;
+    await stopGracefully({ server, edge: rpcEdge, health, hub, jobs, lifecycle, metricsServer, httpPort, leaseHolder, log });
   };
   let closing: Promise<void> | undefined;
   return {
     port,
     address,
     metricsPort: metricsServer?.port,
+    httpAddress: http === undefined || httpPort === undefined ? undefined : formatHostPort(http.host, httpPort.port),
     openStreams: () => rpcEdge.openStreams,
     reloadTokens: () => (tokens === undefined ? 0 : tokens.reload()),
     close: () => (closing ??= close()),

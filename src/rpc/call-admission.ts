@@ -38,8 +38,17 @@ export interface AdmittedCall {
 }
 
 /**
- * Admits a call or says why not: its bearer token (when `authenticate` is given), its namespace (a public
- * method, or one across namespaces, is in none: `default`) and its request bytes, decoded as `method`'s input.
+ * The values of a request header, by lower-case name: grpc-js metadata, or the headers of an HTTP request
+ * (Connect, gRPC-Web), so that both ports admit calls by the same rules.
+ */
+export type HeaderValues = (name: string) => readonly (string | Buffer)[];
+
+/** The caller of an admitted call: its principal (undefined when authentication is off or the method public) and namespace. */
+export type AdmittedCaller = Omit<AdmittedCall, "request">;
+
+/**
+ * Admits a gRPC call or says why not: its caller (see `admitCaller`) and its request bytes, decoded as
+ * `method`'s input.
  */
 export function admitCall(
   method: DescMethod,
@@ -48,20 +57,30 @@ export function admitCall(
   authenticate: Authenticate | undefined,
   methodScope: MethodScope,
 ): AdmittedCall | { status: Status } {
-  const auth = authenticateCall(metadata, authenticate);
-  if ("status" in auth) return auth;
-  const scope = methodScope === "namespace" ? namespaceFromCall(metadata, auth.principal) : { namespace: defaultNamespace };
-  if ("status" in scope) return scope;
+  const caller = admitCaller((name) => metadata.get(name), authenticate, methodScope);
+  if ("status" in caller) return caller;
   const decoded = decodeRequest(method, requestBytes);
   if ("status" in decoded) return decoded;
-  return { principal: auth.principal, namespace: scope.namespace, request: decoded.request };
+  return { ...caller, request: decoded.request };
+}
+
+/**
+ * Admits a caller or says why not: its bearer token (when `authenticate` is given) and its namespace (a
+ * public method, or one across namespaces, is in none: `default`).
+ */
+export function admitCaller(header: HeaderValues, authenticate: Authenticate | undefined, methodScope: MethodScope): AdmittedCaller | { status: Status } {
+  const auth = authenticateCall(header, authenticate);
+  if ("status" in auth) return auth;
+  const scope = methodScope === "namespace" ? namespaceFromCall(header, auth.principal) : { namespace: defaultNamespace };
+  if ("status" in scope) return scope;
+  return { principal: auth.principal, namespace: scope.namespace };
 }
 
 /** The principal of a call, or a refusal. Public services and a server without auth have no principal. */
-function authenticateCall(metadata: Metadata, authenticate: Authenticate | undefined): { principal: Principal | undefined } | { status: Status } {
+function authenticateCall(header: HeaderValues, authenticate: Authenticate | undefined): { principal: Principal | undefined } | { status: Status } {
   if (authenticate === undefined) return { principal: undefined };
-  const header = metadata.get("authorization")[0];
-  const match = typeof header === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  const authorization = header("authorization")[0];
+  const match = typeof authorization === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(authorization) : null;
   if (match === null) {
     return { status: { code: GrpcStatus.UNAUTHENTICATED, details: missingTokenDetails } };
   }
@@ -74,8 +93,8 @@ function authenticateCall(metadata: Metadata, authenticate: Authenticate | undef
  * The namespace of a call, or a refusal: absent is `default`; a malformed one is INVALID_ARGUMENT; one
  * outside the principal's namespaces is PERMISSION_DENIED (admins may use any).
  */
-function namespaceFromCall(metadata: Metadata, principal: Principal | undefined): { namespace: string } | { status: Status } {
-  const values = metadata.get(namespaceHeader);
+function namespaceFromCall(header: HeaderValues, principal: Principal | undefined): { namespace: string } | { status: Status } {
+  const values = header(namespaceHeader);
   const raw = values[0];
   if (values.length > 1 || (raw !== undefined && typeof raw !== "string")) {
     return { status: { code: GrpcStatus.INVALID_ARGUMENT, details: `${namespaceHeader}: give one namespace` } };

@@ -6,9 +6,11 @@
  */
 import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import type { ConnectRouter } from "@connectrpc/connect";
 import type { Server, UntypedServiceImplementation } from "@grpc/grpc-js";
 import type { Logger } from "../logger.js";
 import { notServing, shuttingDown, type Authenticate, type MethodScope } from "./call-admission.js";
+import { routeMethods, type RegisteredMethod } from "./connect-calls.js";
 import { OpenStreams, type StreamLimits } from "./open-streams.js";
 import type { EndedCall } from "./request-log.js";
 import type { CallGate } from "./call-gate.js";
@@ -28,6 +30,8 @@ export class RpcEdge {
   private readonly streams: OpenStreams;
   private readonly unary: UnaryCalls;
   private readonly gate: CallGate;
+  /** Every method added, for the HTTP port's router: the same handlers behind the same gate and admission. */
+  private readonly methods: RegisteredMethod[] = [];
   private closing = false;
   /** False while the server cannot serve (its database is unreachable): calls are refused at once. */
   private available = true;
@@ -66,6 +70,7 @@ export class RpcEdge {
     for (const method of Object.values(service.method) as DescMethod[]) {
       const handler = (handlers as Record<string, unknown>)[method.localName];
       const scope: MethodScope = isPublic ? "public" : everyNamespace.includes(method.localName as keyof S) ? "every-namespace" : "namespace";
+      this.methods.push({ method, handler: handler as RegisteredMethod["handler"], authenticate, scope });
       switch (method.methodKind) {
         case "unary":
           implementation[method.localName] = this.unary.handler(method, handler as UnaryHandler<DescMessage, DescMessage>, authenticate, scope);
@@ -90,6 +95,14 @@ export class RpcEdge {
       }
     }
     this.server.addService(grpcServiceDefinition(service), implementation);
+  }
+
+  /**
+   * Registers every method added so far on a connect-es router (the HTTP port: Connect and gRPC-Web), with
+   * the same gate, admission and stream limits as the gRPC port.
+   */
+  routes(router: ConnectRouter): void {
+    routeMethods(router, this.methods, this.gate, this.streams);
   }
 
   /** Refuses new calls with UNAVAILABLE and ends every open stream with UNAVAILABLE. */

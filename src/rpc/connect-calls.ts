@@ -1,0 +1,155 @@
+/**
+ * The calls of the HTTP port (Connect, JSON or binary, and gRPC-Web), through connect-es's router: the
+ * same handlers as the gRPC port, behind the same gate, the same admission (rpc/call-admission: token and
+ * namespace from the HTTP headers), the same stream limits and the same safe statuses. connect-es decodes
+ * and encodes the messages (JSON too) and enforces the request size limit; everything else is ours.
+ */
+import { create, fromBinary, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { Code, ConnectError, createContextKey, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { status as GrpcStatus } from "@grpc/grpc-js";
+import { WireMessage } from "../codec/wire-message.js";
+import { admitCaller, type AdmittedCaller, type Authenticate, type MethodScope, type Status } from "./call-admission.js";
+import type { CallGate } from "./call-gate.js";
+import type { OpenStreams } from "./open-streams.js";
+import { methodPath, type CallContext, type ServerStreamHandler, type UnaryHandler } from "./service-adapter.js";
+import { statusFromError } from "./status-from-error.js";
+
+/** The connection a call came on (`address:port` of the peer), for the per-connection stream limit. */
+export const peerKey = createContextKey<string>("unknown", { description: "the peer's address and port" });
+
+/** One method as the edge registered it: its handler, scope and credentials check. */
+export interface RegisteredMethod {
+  method: DescMethod;
+  handler: UnaryHandler<DescMessage, DescMessage> | ServerStreamHandler<DescMessage, DescMessage>;
+  authenticate: Authenticate | undefined;
+  scope: MethodScope;
+}
+
+/** Registers `methods` on a connect-es router, wrapped as the gRPC port wraps them. */
+export function routeMethods(router: ConnectRouter, methods: readonly RegisteredMethod[], gate: CallGate, streams: OpenStreams): void {
+  for (const { method, handler, authenticate, scope } of methods) {
+    switch (method.methodKind) {
+      case "unary":
+        router.rpc(method, unaryCall(method, handler as UnaryHandler<DescMessage, DescMessage>, gate, authenticate, scope) as never);
+        break;
+      case "server_streaming":
+        router.rpc(method, serverStreamCall(method, handler as ServerStreamHandler<DescMessage, DescMessage>, gate, streams, authenticate, scope) as never);
+        break;
+      default:
+        throw new Error(`${methodPath(method)}: ${method.methodKind} methods are not supported`);
+    }
+  }
+}
+
+/** The caller of an HTTP call, or the ConnectError that refuses it (the gate's, or admission's). */
+function admit(context: HandlerContext, gate: CallGate, authenticate: Authenticate | undefined, scope: MethodScope): AdmittedCaller {
+  const refusal = gate.refusal(scope === "public");
+  if (refusal !== undefined) throw connectError(refusal);
+  const headers = context.requestHeader;
+  const caller = admitCaller(
+    (name) => {
+      const value = headers.get(name);
+      return value === null ? [] : [value];
+    },
+    authenticate,
+    scope,
+  );
+  if ("status" in caller) throw connectError(caller.status);
+  return caller;
+}
+
+function unaryCall(
+  method: DescMethod,
+  handler: UnaryHandler<DescMessage, DescMessage>,
+  gate: CallGate,
+  authenticate: Authenticate | undefined,
+  scope: MethodScope,
+): (request: MessageShape<DescMessage>, context: HandlerContext) => Promise<MessageShape<DescMessage>> {
+  const path = methodPath(method);
+  return async (request, httpContext) => {
+    const started = performance.now();
+    let caller: AdmittedCaller | undefined;
+    let code: number = GrpcStatus.OK;
+    try {
+      caller = admit(httpContext, gate, authenticate, scope);
+      const context: CallContext = { signal: httpContext.signal, method: path, principal: caller.principal, namespace: caller.namespace };
+      return asMessage(method.output, await handler(request, context));
+    } catch (err) {
+      const refused = asConnectError(err, gate, path);
+      code = refused.code;
+      throw refused;
+    } finally {
+      gate.observe?.({ method: path, code, seconds: (performance.now() - started) / 1000, namespace: caller?.namespace, token: caller?.principal?.name });
+    }
+  };
+}
+
+function serverStreamCall(
+  method: DescMethod,
+  handler: ServerStreamHandler<DescMessage, DescMessage>,
+  gate: CallGate,
+  streams: OpenStreams,
+  authenticate: Authenticate | undefined,
+  scope: MethodScope,
+): (request: MessageShape<DescMessage>, context: HandlerContext) => AsyncGenerator<MessageShape<DescMessage>> {
+  const path = methodPath(method);
+  return async function* (request, httpContext) {
+    const started = performance.now();
+    let caller: AdmittedCaller | undefined;
+    let code: number = GrpcStatus.OK;
+    // Why the server ended the stream early (shutdown, the database lost), when it did.
+    let endedWith: Status | undefined;
+    const abort = new AbortController();
+    const onClientGone = (): void => abort.abort();
+    httpContext.signal.addEventListener("abort", onClientGone, { once: true });
+    let release: (() => void) | undefined;
+    try {
+      caller = admit(httpContext, gate, authenticate, scope);
+      const opened = streams.open(httpContext.values.get(peerKey), scope === "public", (status) => {
+        endedWith = status;
+        abort.abort();
+      });
+      if (typeof opened !== "function") throw connectError(opened.status);
+      release = opened;
+      const context: CallContext = { signal: abort.signal, method: path, principal: caller.principal, namespace: caller.namespace };
+      const messages = handler(request, context)[Symbol.asyncIterator]();
+      const aborted = new Promise<"aborted">((resolve) => abort.signal.addEventListener("abort", () => resolve("aborted"), { once: true }));
+      try {
+        for (;;) {
+          const next = abort.signal.aborted ? "aborted" : await Promise.race([messages.next(), aborted]);
+          if (next === "aborted" || next.done === true) break;
+          yield asMessage(method.output, next.value);
+        }
+      } finally {
+        void messages.return?.();
+      }
+      if (endedWith !== undefined) throw connectError(endedWith);
+      if (httpContext.signal.aborted) code = GrpcStatus.CANCELLED;
+    } catch (err) {
+      const refused = asConnectError(endedWith === undefined ? err : connectError(endedWith), gate, path);
+      code = refused.code;
+      throw refused;
+    } finally {
+      httpContext.signal.removeEventListener("abort", onClientGone);
+      release?.();
+      abort.abort();
+      gate.observe?.({ method: path, code, seconds: (performance.now() - started) / 1000, namespace: caller?.namespace, token: caller?.principal?.name });
+    }
+  };
+}
+
+/** A handler's response as connect-es takes it: a message (a `WireMessage` is decoded from its bytes). */
+function asMessage<O extends DescMessage>(schema: O, response: MessageInitShape<O> | WireMessage<O>): MessageShape<O> {
+  return response instanceof WireMessage ? fromBinary(schema, response.bytes) : create(schema, response);
+}
+
+/** A status as connect-es sends it: the codes are gRPC's, by number. */
+function connectError(status: Status): ConnectError {
+  return new ConnectError(status.details, status.code as number as Code);
+}
+
+/** Anything thrown, as a safe ConnectError: ours pass through, the rest as the gRPC port maps them. */
+function asConnectError(err: unknown, gate: CallGate, path: string): ConnectError {
+  if (err instanceof ConnectError) return err;
+  return connectError(statusFromError(err, gate.log, path));
+}

@@ -1,0 +1,130 @@
+/**
+ * The HTTP port (API.md §13): every RPC through the Connect protocol (JSON and binary) and gRPC-Web, from
+ * the same handlers as the gRPC port (rpc/connect-calls); `GET /healthz` and `GET /readyz` for load
+ * balancers; and the console at `/`. HTTP/1.1 meets abuse the gRPC port never sees, so it is bounded: a
+ * client must send its headers within `headersTimeoutMs` and its request within `requestTimeoutMs`, idle
+ * connections close, open connections are capped, headers are capped in size and count, and request bodies
+ * past the limit are refused while they are read. Error pages never echo the request.
+ */
+import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { createContextValues } from "@connectrpc/connect";
+import { connectNodeAdapter, type ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
+
+type Fallback = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
+import { peerKey } from "./connect-calls.js";
+
+/** The bounds of the HTTP port. */
+export interface HttpLimits {
+  /** Largest request message, as on the gRPC port. */
+  maxRequestBytes: number;
+  /** A client that has not sent its whole header block by then is dropped. */
+  headersTimeoutMs: number;
+  /** A client that has not sent its whole request by then is dropped (a stream's response may last). */
+  requestTimeoutMs: number;
+  /** An idle kept-alive connection closes after this. */
+  keepAliveTimeoutMs: number;
+  /** Most connections open at once; more are refused at accept. */
+  maxConnections: number;
+}
+
+export const defaultHttpLimits: HttpLimits = {
+  maxRequestBytes: 1024 * 1024,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 1024,
+};
+
+/** Largest header block, and most header fields, a request may have. */
+const maxHeaderBytes = 16 * 1024;
+const maxHeaderCount = 64;
+
+export interface HttpPortOptions {
+  host: string;
+  port: number;
+  tls: { certPem: Buffer; keyPem: Buffer; clientCaPem?: Buffer } | undefined;
+  limits: HttpLimits;
+  /** Registers the RPCs (RpcEdge.routes). */
+  routes: (router: ConnectRouter) => void;
+  /** Whether the server is SERVING (for `/readyz`). */
+  serving: () => boolean;
+}
+
+/** A bound HTTP port. */
+export interface HttpPort {
+  readonly port: number;
+  /** Stops accepting, lets requests in flight finish for `graceMs`, then closes every connection. */
+  close(graceMs: number): Promise<void>;
+}
+
+/** Answers a plain-text page with security headers; never echoes anything of the request. */
+function plain(res: Parameters<Fallback>[1], status: number, text: string): void {
+  res.writeHead(status, {
+    "content-type": "text/plain; charset=utf-8",
+    "x-content-type-options": "nosniff",
+    "cache-control": "no-store",
+  });
+  res.end(text);
+}
+
+/** Starts the HTTP port; rejects with the listen error (EADDRINUSE included). */
+export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort> {
+  const { limits } = options;
+  const handler = connectNodeAdapter({
+    routes: options.routes,
+    readMaxBytes: limits.maxRequestBytes,
+    // The per-connection stream limit counts streams per peer, as on the gRPC port.
+    contextValues: (req) => createContextValues().set(peerKey, `${req.socket.remoteAddress}:${req.socket.remotePort}`),
+    fallback: (req, res) => {
+      const path = (req.url ?? "/").split("?")[0];
+      if (req.method === "GET" && path === "/healthz") return plain(res, 200, "ok\n");
+      if (req.method === "GET" && path === "/readyz") return options.serving() ? plain(res, 200, "serving\n") : plain(res, 503, "not serving\n");
+      return plain(res, 404, "not found\n");
+    },
+  });
+  const serverOptions = {
+    maxHeaderSize: maxHeaderBytes,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // How often Node checks the two timeouts above (its default, 30 s, would let a slow client linger).
+    connectionsCheckingInterval: 500,
+  };
+  const server: HttpServer =
+    options.tls === undefined
+      ? createHttpServer(serverOptions, handler)
+      : createHttpsServer(
+          {
+            ...serverOptions,
+            cert: options.tls.certPem,
+            key: options.tls.keyPem,
+            ...(options.tls.clientCaPem === undefined ? {} : { ca: options.tls.clientCaPem, requestCert: true, rejectUnauthorized: true }),
+          },
+          handler,
+        );
+  server.maxHeadersCount = maxHeaderCount;
+  server.maxConnections = limits.maxConnections;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ host: options.host, port: options.port, exclusive: true }, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    close: (graceMs) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+        timer.unref();
+        server.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        server.closeIdleConnections();
+      }),
+  };
+}
