@@ -183,4 +183,4 @@ export async function metricCount(port: number, series: string): Promise<number>
 
 /** How many calls of `method` the server answered OK. */
 export const okCalls = (port: number, method: string): Promise<number> =>
-  metricCount(port, `sessionstate_rpc_duration_seconds_count{method="${method}",code="OK"}`);
+  metricCount(port, `sessionstate_rpc_duration_seconds_count{method="${method}",code="OK",protocol="grpc"}`);

@@ -51,11 +51,11 @@ export class Metrics {
     labelNames: ["result"] as const,
     registers: [this.registry],
   });
-  private readonly rpcDurationChildren = new Map<string, ReturnType<Histogram<"method" | "code">["labels"]>>();
+  private readonly rpcDurationChildren = new Map<string, ReturnType<Histogram<"method" | "code" | "protocol">["labels"]>>();
   readonly rpcDuration = new Histogram({
     name: "sessionstate_rpc_duration_seconds",
-    help: "RPC duration by method and status code (streams: their whole life).",
-    labelNames: ["method", "code"] as const,
+    help: "RPC duration by method, status code and protocol (grpc, connect, grpc-web; streams: their whole life).",
+    labelNames: ["method", "code", "protocol"] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 10, 60, 600],
     registers: [this.registry],
   });
@@ -212,12 +212,12 @@ export class Metrics {
   }
 
   /** Records one finished RPC. */
-  observeCall(method: string, code: GrpcStatus, seconds: number): void {
-    // One labelled child per (method, code), kept: resolving labels on every call costs more than the observation.
-    const key = `${method} ${code}`;
+  observeCall(method: string, code: GrpcStatus, seconds: number, protocol: string): void {
+    // One labelled child per (method, code, protocol), kept: resolving labels on every call costs more than the observation.
+    const key = `${method} ${code} ${protocol}`;
     let child = this.rpcDurationChildren.get(key);
     if (child === undefined) {
-      child = this.rpcDuration.labels({ method, code: GrpcStatus[code] ?? String(code) });
+      child = this.rpcDuration.labels({ method, code: GrpcStatus[code] ?? String(code), protocol });
       this.rpcDurationChildren.set(key, child);
     }
     child.observe(seconds);

@@ -157,7 +157,7 @@ function createGrpcServer(
     maxStreamsPerConnection: config.maxStreamsPerConnection,
     maxStreams: config.maxStreams,
     observe: (call) => {
-      metrics.observeCall(call.method, call.code, call.seconds);
+      metrics.observeCall(call.method, call.code, call.seconds, call.protocol);
       logCall(call);
     },
   });

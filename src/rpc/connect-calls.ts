@@ -79,7 +79,7 @@ function unaryCall(
       code = refused.code;
       throw refused;
     } finally {
-      gate.observe?.({ method: path, code, seconds: (performance.now() - started) / 1000, namespace: caller?.namespace, token: caller?.principal?.name });
+      gate.observe?.({ protocol: httpContext.protocolName, method: path, code, seconds: (performance.now() - started) / 1000, namespace: caller?.namespace, token: caller?.principal?.name });
     }
   };
 }
@@ -133,7 +133,7 @@ function serverStreamCall(
       httpContext.signal.removeEventListener("abort", onClientGone);
       release?.();
       abort.abort();
-      gate.observe?.({ method: path, code, seconds: (performance.now() - started) / 1000, namespace: caller?.namespace, token: caller?.principal?.name });
+      gate.observe?.({ protocol: httpContext.protocolName, method: path, code, seconds: (performance.now() - started) / 1000, namespace: caller?.namespace, token: caller?.principal?.name });
     }
   };
 }

@@ -8,6 +8,8 @@ import type { Logger } from "../logger.js";
 
 /** A call as it ended. `namespace` and `token` are absent when it was refused before they were known. */
 export interface EndedCall {
+  /** The protocol it came by: `grpc` (the gRPC port), or the HTTP port's `connect` or `grpc-web`. */
+  protocol: string;
   method: string;
   code: GrpcStatus;
   seconds: number;
@@ -26,6 +28,7 @@ export function requestLogger(log: Logger): (call: EndedCall) => void {
     if (!debug && !operatorFailures.has(call.code)) return;
     const fields = {
       method: call.method,
+      protocol: call.protocol,
       namespace: call.namespace ?? null,
       code: GrpcStatus[call.code] ?? String(call.code),
       ms: Math.round(call.seconds * 10_000) / 10,

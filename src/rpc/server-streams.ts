@@ -30,6 +30,7 @@ export function serverStreamCall(
     let admitted: AdmittedCall | undefined;
     const observe = (code: GrpcStatus): void =>
       gate.observe?.({
+        protocol: "grpc",
         method: path,
         code,
         seconds: (performance.now() - started) / 1000,

@@ -36,6 +36,7 @@ export class UnaryCalls {
         this.inFlight.delete(answerNow);
         if (this.inFlight.size === 0) for (const drained of this.drainWaiters) drained();
         gate.observe?.({
+          protocol: "grpc",
           method: path,
           code: err === null ? GrpcStatus.OK : (err.code ?? GrpcStatus.UNKNOWN),
           seconds: (performance.now() - started) / 1000,

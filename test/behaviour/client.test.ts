@@ -77,7 +77,7 @@ describe("client library", () => {
       const sequences = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value.event?.sequence] : []));
       assert.deepEqual(sequences, Array.from({ length: 49 }, (_, i) => BigInt(i + 1)));
       const metrics = await (await fetch(`http://127.0.0.1:${t.server.metricsPort}/metrics`)).text();
-      assert.match(metrics, /sessionstate_rpc_duration_seconds_count\{method="\/sessionstate.v1.SignalLog\/AppendBatch",code="OK"\} 1\n/);
+      assert.match(metrics, /sessionstate_rpc_duration_seconds_count\{method="\/sessionstate.v1.SignalLog\/AppendBatch",code="OK",protocol="grpc"\} 1\n/);
       assert.doesNotMatch(metrics, /method="\/sessionstate.v1.SignalLog\/Append"/);
       // A lone append later goes out by itself and still answers as Append would.
       assert.equal((await client.append(goal(W))).stateVersion, 50n);
@@ -102,7 +102,7 @@ describe("client library", () => {
         Array.from({ length: 1000 }, (_, i) => i + 1),
       );
       const metrics = await (await fetch(`http://127.0.0.1:${t.server.metricsPort}/metrics`)).text();
-      assert.match(metrics, /sessionstate_rpc_duration_seconds_count\{method="\/sessionstate.v1.SignalLog\/AppendBatch",code="OK"\} 2\n/);
+      assert.match(metrics, /sessionstate_rpc_duration_seconds_count\{method="\/sessionstate.v1.SignalLog\/AppendBatch",code="OK",protocol="grpc"\} 2\n/);
       assert.doesNotMatch(metrics, /code="RESOURCE_EXHAUSTED"/);
     } finally {
       client.close();

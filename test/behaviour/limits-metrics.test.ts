@@ -119,7 +119,7 @@ describe("metrics", () => {
       assert.ok(metricValue(after, "sessionstate_prune_runs_total") >= 2);
       assert.ok(metricValue(after, 'sessionstate_database_bytes{file="db"}') > 0);
       assert.ok(
-        metricValue(after, 'sessionstate_rpc_duration_seconds_count{method="/sessionstate.v1.SignalLog/Append",code="OK"}') >= 2,
+        metricValue(after, 'sessionstate_rpc_duration_seconds_count{method="/sessionstate.v1.SignalLog/Append",code="OK",protocol="grpc"}') >= 2,
       );
       // Two appends and two acks, each awaited: four group commits at least, each timed with its wait.
       const commits = (text: string): number => metricValue(text, "sessionstate_store_commit_seconds_count");
