@@ -14,7 +14,7 @@ import { NoticeHub } from "./notices/notice-hub.js";
 import { HealthState } from "./rpc/health.js";
 import { addReflection } from "./rpc/reflection.js";
 import { AddressInUseError, ensureAddressFree } from "./ports.js";
-import { defaultHttpLimits, startHttpPort, type HttpPort } from "./rpc/http-port.js";
+import { defaultHttpLimits, startHttpPort, type HttpLimits, type HttpPort } from "./rpc/http-port.js";
 import { requestLogger } from "./rpc/request-log.js";
 import { RpcEdge } from "./rpc/rpc-edge.js";
 import { TokenRegistry } from "./rpc/tokens.js";
@@ -68,6 +68,8 @@ export interface ServerOptions {
   clock?: Clock;
   /** For tests: called with the store once it is open. */
   onStoreOpened?: (store: Store) => void;
+  /** For tests: tighter bounds of the HTTP port (its timeouts, its connections). */
+  httpLimits?: Partial<HttpLimits>;
   /**
    * Called when the server cannot go on serving and should stop (a replica that found, once its database
    * answered, a schema newer than it knows). Without it, such an error is only logged.
@@ -322,7 +324,7 @@ async function stopGracefully(parts: {
  * that cannot be reached does not stop it: it serves health (NOT_SERVING), refuses other calls with
  * UNAVAILABLE and keeps trying (SPEC §11); any other failure to open the database is thrown.
  */
-export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened, onFatal }: ServerOptions): Promise<RunningServer> {
+export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened, onFatal, httpLimits }: ServerOptions): Promise<RunningServer> {
   const log = logger.child({ component: "server" });
   // grpc-js's own messages (errors only, by default) as JSON lines like every other, not bare text.
   const grpcLog = logger.child({ component: "grpc-js" });
@@ -386,7 +388,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
       httpPort = await startHttpPort({
         ...http,
         tls: config.tls,
-        limits: { ...defaultHttpLimits, maxRequestBytes: config.maxRequestBytes },
+        limits: { ...defaultHttpLimits, maxRequestBytes: config.maxRequestBytes, ...httpLimits },
         routes: (router) => rpcEdge.routes(router),
         serving: () => serving,
       });
