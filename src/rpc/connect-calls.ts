@@ -6,6 +6,7 @@
  */
 import { create, fromBinary, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { createAsyncIterable, type UniversalHandler, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { WireMessage } from "../codec/wire-message.js";
 import { admitCaller, type AdmittedCaller, type Authenticate, type MethodScope, type Status } from "./call-admission.js";
@@ -38,6 +39,45 @@ export function routeMethods(router: ConnectRouter, methods: readonly Registered
       default:
         throw new Error(`${methodPath(method)}: ${method.methodKind} methods are not supported`);
     }
+  }
+}
+
+/**
+ * A Connect request connect-es cannot decode is answered in its words, which quote the request ("cannot
+ * decode message … from JSON: <the input>"), and a binary one as INTERNAL. Every handler of the router is
+ * wrapped so that such an answer says what the gRPC port says of bytes it cannot decode:
+ * INVALID_ARGUMENT `request: not a valid <type> message`, quoting nothing of the request.
+ */
+export function answerUndecodableAsTheGrpcPort(router: ConnectRouter): void {
+  const handlers = router.handlers as UniversalHandler[];
+  for (const [i, handler] of handlers.entries()) {
+    const wrapped = async (request: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
+      const response = await handler(request);
+      const json = response.header?.get("content-type")?.startsWith("application/json") === true;
+      if (response.status < 400 || !json || response.body === undefined) return response;
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of response.body) chunks.push(chunk);
+      const bytes = Buffer.concat(chunks);
+      let message: unknown;
+      try {
+        message = (JSON.parse(bytes.toString("utf8")) as { message?: unknown }).message;
+      } catch {
+        message = undefined;
+      }
+      if (typeof message !== "string" || !/^(cannot decode message|parse binary)/.test(message)) return { ...response, body: createAsyncIterable([bytes]) };
+      const header = new Headers(response.header);
+      header.delete("content-length");
+      const answer = JSON.stringify({ code: "invalid_argument", message: `request: not a valid ${handler.method.input.typeName} message` });
+      return { ...response, status: 400, header, body: createAsyncIterable([new TextEncoder().encode(answer)]) };
+    };
+    handlers[i] = Object.assign(wrapped, {
+      protocolNames: handler.protocolNames,
+      service: handler.service,
+      method: handler.method,
+      requestPath: handler.requestPath,
+      supportedContentType: handler.supportedContentType,
+      allowedMethods: handler.allowedMethods,
+    });
   }
 }
 

@@ -10,7 +10,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import type { Server, UntypedServiceImplementation } from "@grpc/grpc-js";
 import type { Logger } from "../logger.js";
 import { notServing, shuttingDown, type Authenticate, type MethodScope } from "./call-admission.js";
-import { routeMethods, type RegisteredMethod } from "./connect-calls.js";
+import { answerUndecodableAsTheGrpcPort, routeMethods, type RegisteredMethod } from "./connect-calls.js";
 import { OpenStreams, type StreamLimits } from "./open-streams.js";
 import type { EndedCall } from "./request-log.js";
 import type { CallGate } from "./call-gate.js";
@@ -103,6 +103,7 @@ export class RpcEdge {
    */
   routes(router: ConnectRouter): void {
     routeMethods(router, this.methods, this.gate, this.streams);
+    answerUndecodableAsTheGrpcPort(router);
   }
 
   /** Refuses new calls with UNAVAILABLE and ends every open stream with UNAVAILABLE. */

@@ -73,6 +73,21 @@ describe("the HTTP port's bounds", () => {
     assert.deepEqual([missing.status, await missing.text(), missing.headers.get("x-content-type-options")], [404, "not found\n", "nosniff"]);
   });
 
+  test("a request that is not a message is INVALID_ARGUMENT saying so, quoting nothing of it (JSON or binary)", async () => {
+    const url = `${base}/sessionstate.v1.SignalLog/Append`;
+    for (const [type, body] of [
+      ["application/json", "not json <script>alert(1)</script>"],
+      ["application/json", '{"session": "<script>"}'],
+      ["application/proto", Buffer.from([0xff, 0xff, 0xff])],
+    ] as const) {
+      const answer = await fetch(url, { method: "POST", headers: { "content-type": type }, body });
+      assert.deepEqual([answer.status, await answer.json()], [400, { code: "invalid_argument", message: "request: not a valid sessionstate.v1.AppendRequest message" }], `${type}`);
+    }
+    // A message that decodes is judged by the handlers, as on the gRPC port.
+    const empty = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: '{"session":{"key":""}}' });
+    assert.deepEqual([empty.status, await empty.json()], [400, { code: "invalid_argument", message: "session.key: must not be empty" }]);
+  });
+
   test("a client that sends its headers a byte at a time is dropped once the headers timeout passes", async () => {
     const socket = await rawConnection(server.httpAddress!);
     const closed = closedWithin(socket, 10_000);
