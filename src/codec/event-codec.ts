@@ -1,6 +1,8 @@
 import { RunOutcome as ProtoRunOutcome, CursorSchema, EventPayloadSchema, StateEventSchema } from "../../gen/sessionstate/v1/types_pb.js";
 import type { EventFields } from "../domain/event.js";
 import type { CursorRecord } from "../domain/records.js";
+import { hasLiveNotice } from "../domain/cursor-rules.js";
+import { noticeFromCursor } from "../domain/notice.js";
 import { actorsToProto, kindsToProto, outcomesToProto, provenancesToProto } from "./proto-enums.js";
 import {
   newWriter,
@@ -55,5 +57,6 @@ export function writeCursor(writer: WireWriter, field: number, cursor: CursorRec
     writeTimestamp(w, cursorField.updatedAt.number, cursor.updatedAtMs);
     writeInteger(w, cursorField.provenance.number, provenancesToProto.get(cursor.provenance)!);
     writePackedEnums(w, cursorField.extraMaterialKinds.number, cursor.extraKinds.map((kind) => kindsToProto.get(kind)!));
+    if (hasLiveNotice(cursor)) writeString(w, cursorField.pendingNoticeText.number, noticeFromCursor(cursor).text);
   });
 }

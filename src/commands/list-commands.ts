@@ -2,7 +2,6 @@ import { create } from "@bufbuild/protobuf";
 import { ListNamespacesResponseSchema, ListSessionsResponseSchema, SessionStatusResponseSchema } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { WatchProvenance, type Cursor } from "../../gen/sessionstate/v1/types_pb.js";
 import { ListWatchesResponseSchema, StaleNoticeSchema } from "../../gen/sessionstate/v1/watch_pb.js";
-import { hasLiveNotice } from "../domain/cursor-rules.js";
 import { noticeFromCursor } from "../domain/notice.js";
 import type { CursorRecord } from "../domain/records.js";
 import { connectionUsage, parseCommandArgs, UsageError, withClient } from "./connection.js";
@@ -168,7 +167,8 @@ export async function watchesCommand(
         pageSize,
         pageToken,
       });
-      const cursors = pending ? page.cursors.filter((cursor) => hasLiveNotice(cursorRecordFromProto(cursor))) : page.cursors;
+      // The server gives each pending notice's text with its cursor: a cursor with one is a pending pair.
+      const cursors = pending ? page.cursors.filter((cursor) => cursor.pendingNoticeText !== "") : page.cursors;
       if (values.json === true && !pending) out.write(jsonLine(ListWatchesResponseSchema, page));
       for (const cursor of cursors) {
         const record = cursorRecordFromProto(cursor);
@@ -185,7 +185,7 @@ export async function watchesCommand(
             });
             out.write(jsonLine(StaleNoticeSchema, message));
           }
-          notices.push(`${record.watcherKey} -> ${record.target.key} (agent ${record.target.agentId})  L ${record.acked}  N ${record.notified}  M ${record.material}\n  ${notice.text}`);
+          notices.push(`${record.watcherKey} -> ${record.target.key} (agent ${record.target.agentId})  L ${record.acked}  N ${record.notified}  M ${record.material}\n  ${cursor.pendingNoticeText}`);
         }
         rows.push([
           record.watcherKey,
@@ -194,7 +194,7 @@ export async function watchesCommand(
           String(record.acked),
           String(record.notified),
           String(record.material),
-          hasLiveNotice(record) ? "yes" : "no",
+          cursor.pendingNoticeText === "" ? "no" : "yes",
           enumText(WatchProvenance, cursor.provenance),
           timeText(cursor.updatedAt),
         ]);

@@ -99,6 +99,11 @@ describe("Watch: cursors and stale notices", () => {
     assert.equal(reopened[0]?.notifiedVersion, i);
     assert.equal(reopened[0]?.text, text(C, f));
     assert.ok(seed < f);
+    // Every cursor the API returns carries its pending notice's text, byte for byte as delivered.
+    assert.equal(ack.results[0]?.cursor?.pendingNoticeText, reopened[0]?.text);
+    assert.equal((await cursorOf(W, C))?.pendingNoticeText, text(C, f));
+    await t.watch.ackNotices({ acks: [{ watcherSessionKey: W, target: { key: C }, notifiedVersion: i }] });
+    assert.equal((await cursorOf(W, C))?.pendingNoticeText, "", "none once acknowledged");
     stream.call.cancel();
   });
 

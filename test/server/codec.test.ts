@@ -28,6 +28,7 @@ import {
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { newWriter, writeInteger } from "../../src/codec/wire-writer.js";
 import type { EventFields } from "../../src/domain/event.js";
+import { hasLiveNotice } from "../../src/domain/cursor-rules.js";
 import { noticeFromCursor } from "../../src/domain/notice.js";
 import type { AckOutcome, AppendOutcome, CursorRecord } from "../../src/domain/records.js";
 import { encodeVersion2Event } from "../../src/store/sqlite/migration-3-wire.js";
@@ -93,6 +94,7 @@ function cursorInit(c: CursorRecord): MessageInitShape<typeof CursorSchema> {
     updatedAt: timestampFromMs(c.updatedAtMs),
     provenance: provenancesToProto.get(c.provenance)!,
     extraMaterialKinds: c.extraKinds.map((kind) => kindsToProto.get(kind)!),
+    pendingNoticeText: hasLiveNotice(c) ? noticeFromCursor(c).text : "",
   };
 }
 
