@@ -30,6 +30,9 @@ import type { StorageObserver } from "./store/storage-tracker.js";
 import type { CommitObserver, Store } from "./store/store.js";
 import { SessionActivity } from "./upstream/session-activity.js";
 import { UpstreamMonitor } from "./upstream/upstream-monitor.js";
+import { ActivityByMinute } from "./activity-by-minute.js";
+import { packageVersion } from "./command-line.js";
+import type { ServerFacts } from "./services/server-info.js";
 
 const dayMs = 24 * 60 * 60 * 1000;
 /** The rows of a retention step: the first of a run, and the bounds it is sized within (its time is the backend's). */
@@ -108,7 +111,12 @@ interface Jobs {
   monitorJob: MonitorJob;
 }
 
-function createJobs(config: Config, opened: OpenedStore, clock: Clock, logger: Logger, metrics: Metrics, leaseHolder: string): Jobs {
+function createJobs(
+  config: Config,
+  opened: OpenedStore,
+  parts: { clock: Clock; logger: Logger; metrics: Metrics; activityByMinute: ActivityByMinute; leaseHolder: string },
+): Jobs {
+  const { clock, logger, metrics, activityByMinute, leaseHolder } = parts;
   const { store } = opened;
   const retention = new Retention(
     store,
@@ -126,6 +134,10 @@ function createJobs(config: Config, opened: OpenedStore, clock: Clock, logger: L
     { maxLineBytes: config.maxLineBytes, syntheticPrefixes: config.syntheticPrefixes },
     logger.child({ component: "upstream" }),
     metrics,
+    (namespace, noticesOpened) => {
+      activityByMinute.count(namespace, "appends");
+      activityByMinute.count(namespace, "noticesOpened", noticesOpened);
+    },
   );
   const monitorJob = new MonitorJob(
     monitor,
@@ -139,9 +151,19 @@ function createJobs(config: Config, opened: OpenedStore, clock: Clock, logger: L
 /** The gRPC server with every service on the edge, health and reflection; not bound yet. */
 function createGrpcServer(
   config: Config,
-  parts: { store: Store; hub: NoticeHub; jobs: Jobs; clock: Clock; metrics: Metrics; tokens: TokenRegistry | undefined; logger: Logger },
+  parts: {
+    store: Store;
+    hub: NoticeHub;
+    jobs: Jobs;
+    clock: Clock;
+    metrics: Metrics;
+    tokens: TokenRegistry | undefined;
+    logger: Logger;
+    facts: ServerFacts;
+  },
 ): { server: Server; edge: RpcEdge; health: HealthState } {
-  const { store, hub, jobs, clock, metrics, tokens, logger } = parts;
+  const { store, hub, jobs, clock, metrics, tokens, logger, facts } = parts;
+  const { activityByMinute } = facts;
   const server = new Server({
     // Find dead peers: ping after a minute of silence, give up after 20 s without an answer.
     "grpc.keepalive_time_ms": 60_000,
@@ -165,9 +187,14 @@ function createGrpcServer(
   });
   const services = [SignalLog, Watch, Reconcile, Upstream];
   const health = new HealthState(services.map((service) => service.typeName));
-  edge.addService(SignalLog, signalLogHandlers({ store, clock, retention: jobs.retention, metrics, log: logger.child({ component: "rpc" }) }));
-  edge.addService(Watch, watchHandlers({ store, hub, clock, metrics }));
-  edge.addService(Reconcile, reconcileHandlers({ store, statusCacheBytes: config.statusCacheBytes, metrics }), { everyNamespace: ["listNamespaces"] });
+  edge.addService(
+    SignalLog,
+    signalLogHandlers({ store, clock, retention: jobs.retention, metrics, log: logger.child({ component: "rpc" }), activityByMinute }),
+  );
+  edge.addService(Watch, watchHandlers({ store, hub, clock, metrics, activityByMinute }));
+  edge.addService(Reconcile, reconcileHandlers({ store, statusCacheBytes: config.statusCacheBytes, metrics, server: facts }), {
+    everyNamespace: ["listNamespaces"],
+  });
   edge.addService(Upstream, upstreamHandlers({
       store,
       monitor: jobs.monitor,
@@ -176,6 +203,7 @@ function createGrpcServer(
       transcriptRoot: config.transcriptRoot,
       maxLineBytes: config.maxLineBytes,
       syntheticPrefixes: config.syntheticPrefixes,
+      activityByMinute,
     }));
   edge.addService(Health, health.handlers(), { isPublic: true });
   addReflection(server, [
@@ -325,6 +353,7 @@ async function stopGracefully(parts: {
  * UNAVAILABLE and keeps trying (SPEC §11); any other failure to open the database is thrown.
  */
 export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened, onFatal, httpLimits }: ServerOptions): Promise<RunningServer> {
+  const startedAtMs = clock.nowMs();
   const log = logger.child({ component: "server" });
   // grpc-js's own messages (errors only, by default) as JSON lines like every other, not bare text.
   const grpcLog = logger.child({ component: "grpc-js" });
@@ -363,10 +392,24 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     databaseReachable,
   });
   metrics = serverMetrics;
-  const jobs = createJobs(config, opened, clock, logger, serverMetrics, leaseHolder);
+  const activityByMinute = new ActivityByMinute(clock);
+  const jobs = createJobs(config, opened, { clock, logger, metrics: serverMetrics, activityByMinute, leaseHolder });
   const hub = new NoticeHub(store, logger.child({ component: "notices" }), serverMetrics);
   hub.start();
-  const grpc = createGrpcServer(config, { store, hub, jobs, clock, metrics: serverMetrics, tokens, logger });
+  const facts: ServerFacts = {
+    version: packageVersion(),
+    backend: opened.backend,
+    nodeId: config.nodeId,
+    startedAtMs,
+    retentionDays: config.retentionDays,
+    maxEvents: config.maxEvents,
+    monitorIntervalMs: config.monitorIntervalMs,
+    databaseReachable,
+    retention: jobs.retention,
+    monitor: jobs.monitor,
+    activityByMinute,
+  };
+  const grpc = createGrpcServer(config, { store, hub, jobs, clock, metrics: serverMetrics, tokens, logger, facts });
   const { server, health } = grpc;
   edge = grpc.edge;
   const rpcEdge = grpc.edge;

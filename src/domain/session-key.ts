@@ -1,3 +1,4 @@
+import { topCharacter } from "./pair-order.js";
 import { invalidArgument } from "../errors.js";
 
 /** The agent a bare key belongs to when the caller names none. */
@@ -61,6 +62,14 @@ export function normalizeKey(field: string, raw: string): string {
     throw invalidArgument(field, "an agent-qualified key must have the form agent:<agentId>:<rest>");
   }
   return key;
+}
+
+/** A key prefix as keys are stored (trimmed, lower-cased); "" for none. INVALID_ARGUMENT naming `field` as for a key. */
+export function normalizeKeyPrefix(field: string, raw: string): string {
+  const prefix = raw.trim().toLowerCase();
+  if (Buffer.byteLength(prefix, "utf8") > maxKeyBytes) throw invalidArgument(field, `must be at most ${maxKeyBytes} bytes`);
+  if (hasControlCharacter(prefix)) throw invalidArgument(field, "must not contain control characters");
+  return prefix;
 }
 
 /**
@@ -132,4 +141,33 @@ export function watcherIdFromKey(key: string, namespace: string): SessionId | un
 export function sessionPageStart(agentId: string | undefined, after: SessionId | undefined): { agentId: string; key: string } {
   if (agentId === undefined) return { agentId: after?.agentId ?? "", key: after?.key ?? "" };
   return { agentId, key: after !== undefined && after.agentId === agentId ? after.key : "" };
+}
+
+/**
+ * How a page of sessions is ordered (ListSessions): by (agent id, key); by (key, agent id) among the keys
+ * with a prefix; or most recently changed first, by (updated at, agent id, key) descending. `after` is the
+ * last row of the previous page.
+ */
+export type SessionOrder =
+  | { by: "agent"; after?: SessionId | undefined }
+  | { by: "key"; prefix: string; after?: { key: string; agentId: string } | undefined }
+  | { by: "recent"; after?: { updatedAtMs: number; agentId: string; key: string } | undefined };
+
+/** The bounds of a page by key: keys from `prefix` through `last`, strictly after (`afterKey`, `afterAgentId`). */
+export function keyPageBounds(order: Extract<SessionOrder, { by: "key" }>): { from: string; last: string; afterKey: string; afterAgentId: string } {
+  return { from: order.prefix, last: `${order.prefix}${topCharacter}`, afterKey: order.after?.key ?? "", afterAgentId: order.after?.agentId ?? "" };
+}
+
+/**
+ * Where a page of the most recently changed sessions starts, strictly before (updated at, agent id, key)
+ * in descending order. A page of one agent continues only from that agent's own row, as in
+ * sessionPageStart; the first page starts above every time.
+ */
+export function recentPageStart(
+  agentId: string | undefined,
+  after: { updatedAtMs: number; agentId: string; key: string } | undefined,
+): { updatedAtMs: number; agentId: string; key: string } {
+  const top = { updatedAtMs: Number.MAX_SAFE_INTEGER, agentId: agentId ?? "", key: "" };
+  if (after === undefined || (agentId !== undefined && after.agentId !== agentId)) return top;
+  return after;
 }

@@ -120,8 +120,8 @@ export function planScanCommit(current: LinkRecord | undefined, scanned: LinkRec
 }
 
 /** What a committed scan answers: its event when the append recorded one. */
-export function scanCommitOutcome(appended: AppendOutcome | undefined): { committed: true; event?: StoredEvent } {
-  return appended?.recorded === true ? { committed: true, event: appended.event } : { committed: true };
+export function scanCommitOutcome(appended: AppendOutcome | undefined): { committed: true; event?: StoredEvent; noticesOpened?: number } {
+  return appended?.recorded === true ? { committed: true, event: appended.event, noticesOpened: appended.noticesOpened } : { committed: true };
 }
 
 /** Consecutive definite misses after which a link's source counts as gone (SPEC §8). */

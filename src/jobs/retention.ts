@@ -49,6 +49,8 @@ export class Retention {
   private readonly job: PeriodicJob<PruneTotals>;
   /** The rows of the next full step, as learnt from the last ones (kept from run to run). */
   private stepRows: number;
+  /** The last pass this process ran to its end (GetServerInfo): when it ended and what it removed. */
+  lastPass: (PruneTotals & { endedAtMs: number }) | undefined;
 
   constructor(
     /** What retention asks of the store: its steps, and that its background work keeps up between them. */
@@ -113,6 +115,7 @@ export class Retention {
     this.metrics?.prunedRows.inc({ table: "events" }, totals.eventsRemoved);
     this.metrics?.prunedRows.inc({ table: "cursors" }, totals.cursorsRemoved);
     if (totals.eventsRemoved > 0 || totals.cursorsRemoved > 0) this.log.info(totals, "retention removed rows");
+    if (!this.stopped) this.lastPass = { ...totals, endedAtMs: this.clock.nowMs() };
     return totals;
   }
 }

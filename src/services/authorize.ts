@@ -42,13 +42,19 @@ export function agentPageFromRequest(
   request: { agentId: string; pageSize: number; pageToken: string },
   what: string,
 ): { agentId: string | undefined; limit: number; after: SessionId | undefined } {
-  const agentId = request.agentId.trim() === "" ? undefined : normalizeAgentId("agent_id", request.agentId);
-  if (agentId === undefined) requireAdmin(context, `${what} across agents`);
-  else authorizeAgents(context, [agentId]);
+  const agentId = agentFilterFromRequest(context, request.agentId, what);
   const limit = pageSizeFromRequest("page_size", request.pageSize);
   const position = decodePageToken("page_token", request.pageToken, 2);
   const after = position === undefined ? undefined : { namespace: context.namespace, agentId: position[0]!, key: position[1]! };
   return { agentId, limit, after };
+}
+
+/** The agent a listing is filtered by (`agent_id`), `undefined` for all: that agent's scope, or admin for all. */
+export function agentFilterFromRequest(context: CallContext, rawAgentId: string, what: string): string | undefined {
+  const agentId = rawAgentId.trim() === "" ? undefined : normalizeAgentId("agent_id", rawAgentId);
+  if (agentId === undefined) requireAdmin(context, `${what} across agents`);
+  else authorizeAgents(context, [agentId]);
+  return agentId;
 }
 
 /** Refuses unless the caller is an admin (or auth is off). */

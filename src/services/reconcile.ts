@@ -3,12 +3,15 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { StatusError, invalidArgument } from "../errors.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Store } from "../store/store.js";
-import { agentPageFromRequest, authorizeAgents } from "./authorize.js";
+import { agentFilterFromRequest, authorizeAgents } from "./authorize.js";
+import { normalizeKeyPrefix, type SessionOrder } from "../domain/session-key.js";
+import type { SessionHead } from "../domain/records.js";
 import { sessionStatusResponse } from "../codec/response-codec.js";
 import { sessionIdFromRef, sessionIdToRef } from "./convert.js";
 import { decodePageToken, pageSizeFromRequest, paginate } from "./page-token.js";
 import { namespacesVisibleTo } from "../domain/principal.js";
 import { StatusAnswerCache } from "./status-cache.js";
+import { serverInfo, type ServerFacts } from "./server-info.js";
 import type { Metrics } from "../metrics.js";
 
 /** Most events one SessionStatus answer holds. */
@@ -22,10 +25,49 @@ export interface ReconcileDeps {
   /** Bytes of SessionStatus answers kept for repeated questions; only used with a store that has status stamps. */
   statusCacheBytes?: number;
   metrics?: Metrics;
+  /** What GetServerInfo reports. */
+  server: ServerFacts;
+}
+
+/** The order ListSessions asks for, and where its page starts (`page_token`). */
+function sessionOrderFromRequest(
+  request: { keyPrefix: string; recentFirst: boolean; pageToken: string },
+  namespace: string,
+): SessionOrder {
+  const prefix = normalizeKeyPrefix("key_prefix", request.keyPrefix);
+  if (prefix !== "" && request.recentFirst) throw invalidArgument("recent_first", "cannot be combined with key_prefix");
+  if (request.recentFirst) {
+    const position = decodePageToken("page_token", request.pageToken, 4);
+    if (position === undefined) return { by: "recent" };
+    const updatedAtMs = Number(position[1]);
+    if (position[0] !== "recent" || !Number.isSafeInteger(updatedAtMs)) throw invalidArgument("page_token", "is not a token returned by this service");
+    return { by: "recent", after: { updatedAtMs, agentId: position[2]!, key: position[3]! } };
+  }
+  if (prefix !== "") {
+    const position = decodePageToken("page_token", request.pageToken, 3);
+    if (position === undefined) return { by: "key", prefix };
+    if (position[0] !== "key") throw invalidArgument("page_token", "is not a token returned by this service");
+    return { by: "key", prefix, after: { key: position[1]!, agentId: position[2]! } };
+  }
+  const position = decodePageToken("page_token", request.pageToken, 2);
+  return { by: "agent", after: position === undefined ? undefined : { namespace, agentId: position[0]!, key: position[1]! } };
+}
+
+/** The page token's position of a page's last session, in the page's order. */
+function pagePositionFromHead(order: SessionOrder, head: SessionHead): string[] {
+  const { agentId, key } = head.session;
+  switch (order.by) {
+    case "agent":
+      return [agentId, key];
+    case "key":
+      return ["key", key, agentId];
+    case "recent":
+      return ["recent", String(head.updatedAtMs), agentId, key];
+  }
 }
 
 /** The Reconcile service: read-only, never moves a cursor. */
-export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: ReconcileDeps): ServiceHandlers<(typeof Reconcile)["method"]> {
+export function reconcileHandlers({ store, statusCacheBytes = 0, metrics, server }: ReconcileDeps): ServiceHandlers<(typeof Reconcile)["method"]> {
   const cache =
     statusCacheBytes > 0 ? new StatusAnswerCache(statusCacheBytes, store.statusStamp.bind(store), store.statusStampsCurrent.bind(store)) : undefined;
   return {
@@ -58,9 +100,11 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
       return answer;
     },
     listSessions: async (request, context) => {
-      const { agentId, limit, after } = agentPageFromRequest(context, request, "ListSessions");
-      const heads = await store.listSessions({ namespace: context.namespace, agentId, after, limit: limit + 1 });
-      const { page, nextPageToken } = paginate(heads, limit, (head) => [head.session.agentId, head.session.key]);
+      const agentId = agentFilterFromRequest(context, request.agentId, "ListSessions");
+      const limit = pageSizeFromRequest("page_size", request.pageSize);
+      const order = sessionOrderFromRequest(request, context.namespace);
+      const heads = await store.listSessions({ namespace: context.namespace, agentId, order, limit: limit + 1 });
+      const { page, nextPageToken } = paginate(heads, limit, (head) => pagePositionFromHead(order, head));
       return {
         sessions: page.map((head) => ({
           session: sessionIdToRef(head.session),
@@ -89,6 +133,7 @@ export function reconcileHandlers({ store, statusCacheBytes = 0, metrics }: Reco
         nextPageToken,
       };
     },
+    getServerInfo: async (_request, context) => serverInfo(server, context),
     getStateVersions: async (request, context) => {
       if (request.sessions.length > maxVersionRefs) {
         throw invalidArgument("sessions", `at most ${maxVersionRefs} sessions per call (got ${request.sessions.length})`);

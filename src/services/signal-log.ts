@@ -7,6 +7,7 @@ import type { Store } from "../store/store.js";
 import type { AppendOutcome } from "../domain/records.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
+import type { ActivityByMinute } from "../activity-by-minute.js";
 import { refusalFromError } from "../refusals.js";
 import { invalidArgument } from "../errors.js";
 import { appendInputFromRequest } from "./append-request.js";
@@ -21,13 +22,15 @@ export interface SignalLogDeps {
   retention: Retention;
   metrics?: Metrics;
   log: Logger;
+  /** Counts recorded events and the notices they open (GetServerInfo). */
+  activityByMinute?: ActivityByMinute;
 }
 
 /** Most entries one AppendBatch call may hold. */
 export const maxBatchAppends = 1000;
 
 /** The SignalLog service: append, session lifecycle and on-demand retention. */
-export function signalLogHandlers({ store, clock, retention, metrics, log }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
+export function signalLogHandlers({ store, clock, retention, metrics, log, activityByMinute }: SignalLogDeps): ServiceHandlers<(typeof SignalLog)["method"]> {
   /** One append, validated, authorised and stored. */
   const appendOne = async (request: AppendRequest, context: CallContext): Promise<AppendOutcome> => {
     const input = appendInputFromRequest(request, clock.nowMs(), context.namespace);
@@ -39,6 +42,10 @@ export function signalLogHandlers({ store, clock, retention, metrics, log }: Sig
     } else {
       metrics?.countAppend(input.kind, outcome.deduplicated ? "deduplicated" : "recorded");
       if (outcome.noticesOpened > 0) metrics?.noticesOpened.inc(outcome.noticesOpened);
+      if (!outcome.deduplicated) {
+        activityByMinute?.count(context.namespace, "appends");
+        activityByMinute?.count(context.namespace, "noticesOpened", outcome.noticesOpened);
+      }
     }
     return outcome;
   };

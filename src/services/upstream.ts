@@ -14,6 +14,7 @@ import { resolveTranscriptPath } from "../upstream/transcript-path.js";
 import { classifierForCatalog, knownCatalogIds, readFirstRow } from "../upstream/transcript-catalogs.js";
 import { linkSourceToText, type LinkSource } from "../domain/upstream-link.js";
 import type { UpstreamMonitor } from "../upstream/upstream-monitor.js";
+import type { ActivityByMinute } from "../activity-by-minute.js";
 import { maxRemoteItems, reportRemoteItems, type RemoteItem } from "../upstream/remote-report.js";
 import { eventTimeFromTimestamp, optionalText } from "./append-request.js";
 import { agentPageFromRequest, authorizeAgents, requireAdmin } from "./authorize.js";
@@ -35,6 +36,8 @@ export interface UpstreamDeps {
   maxLineBytes: number;
   /** Text prefixes of rows no person typed (a paired node's items are classified here). */
   syntheticPrefixes: readonly string[];
+  /** Counts the events reports record and the notices they open (GetServerInfo). */
+  activityByMinute?: ActivityByMinute;
 }
 
 /** A stored event as a StateEvent message, decoded from the bytes stored with it (the one StateEvent encoder). */
@@ -42,7 +45,7 @@ function eventMessageFromStored(event: StoredEvent) {
   return fromBinary(StateEventSchema, event.wire);
 }
 
-function linkToProto(link: LinkRecord): MessageInitShape<typeof UpstreamLinkSchema> {
+function linkToProto(link: LinkRecord, lastScanOutcome = ""): MessageInitShape<typeof UpstreamLinkSchema> {
   return {
     session: sessionIdToRef(link.session),
     catalogId: link.catalogId,
@@ -53,6 +56,7 @@ function linkToProto(link: LinkRecord): MessageInitShape<typeof UpstreamLinkSche
     missedChecks: link.missedChecks,
     lastScannedAt: link.lastScannedAtMs === undefined ? undefined : timestampFromMs(link.lastScannedAtMs),
     updatedAt: timestampFromMs(link.updatedAtMs),
+    lastScanOutcome,
   };
 }
 
@@ -191,6 +195,10 @@ export function upstreamHandlers(deps: UpstreamDeps): ServiceHandlers<(typeof Up
         case "link-changed":
           throw new StatusError("UNAVAILABLE", "the upstream link changed during the report; retry");
         case "recorded":
+          if (result.event !== undefined) {
+            deps.activityByMinute?.count(session.namespace, "appends");
+            deps.activityByMinute?.count(session.namespace, "noticesOpened", result.noticesOpened ?? 0);
+          }
           return { humanTurns: result.humanTurns, event: result.event === undefined ? undefined : eventMessageFromStored(result.event) };
         default: {
           const never: never = result;
@@ -202,7 +210,7 @@ export function upstreamHandlers(deps: UpstreamDeps): ServiceHandlers<(typeof Up
       const { agentId, limit, after } = agentPageFromRequest(context, request, "ListUpstreamLinks");
       const links = await store.listLinks({ namespace: context.namespace, agentId, after, limit: limit + 1 });
       const { page, nextPageToken } = paginate(links, limit, (link) => [link.session.agentId, link.session.key]);
-      return { links: page.map(linkToProto), nextPageToken };
+      return { links: page.map((link) => linkToProto(link, monitor.lastOutcome(link))), nextPageToken };
     },
     scanNow: async (_request, context) => {
       requireAdmin(context, "ScanNow");

@@ -9,6 +9,7 @@ import type { AckInput, WatchRequest } from "../domain/records.js";
 import { extraMaterialKinds, isExtraMaterialKind, type ExtraMaterialKind } from "../domain/event.js";
 import { EventKind as ProtoEventKind, WatchProvenance as ProtoWatchProvenance } from "../../gen/sessionstate/v1/types_pb.js";
 import type { Metrics } from "../metrics.js";
+import type { ActivityByMinute } from "../activity-by-minute.js";
 import { watchRefusal } from "../domain/cursor-rules.js";
 import { authorizeAgents, authorizeKeys, authorizePrefixes, requireAdmin } from "./authorize.js";
 import { kindFromProto, provenanceFromProto, sessionIdFromRef } from "./convert.js";
@@ -26,6 +27,8 @@ export interface WatchDeps {
   hub: NoticeHub;
   clock: Clock;
   metrics?: Metrics;
+  /** Counts acknowledgements and the notices they reopen (GetServerInfo). */
+  activityByMinute?: ActivityByMinute;
 }
 
 /** A watcher key that must be agent-qualified (subscriptions, acks). */
@@ -85,7 +88,7 @@ function watchRequestFromProto(provenance: ProtoWatchProvenance, kinds: readonly
 }
 
 /** The Watch service: cursors, the notice stream and acknowledgements. */
-export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): ServiceHandlers<(typeof Watch)["method"]> {
+export function watchHandlers({ store, hub, clock, metrics, activityByMinute }: WatchDeps): ServiceHandlers<(typeof Watch)["method"]> {
   return {
     watch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
@@ -153,6 +156,8 @@ export function watchHandlers({ store, hub, clock, metrics }: WatchDeps): Servic
       for (const outcome of outcomes) {
         metrics?.acks.inc({ result: outcome.acknowledged ? "acknowledged" : "stale" });
         if (outcome.reopened) metrics?.noticesReopened.inc();
+        if (outcome.acknowledged) activityByMinute?.count(context.namespace, "noticesAcknowledged");
+        if (outcome.reopened) activityByMinute?.count(context.namespace, "noticesOpened");
       }
       return ackResponse(outcomes);
     },

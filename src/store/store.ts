@@ -1,4 +1,4 @@
-import type { SessionId } from "../domain/session-key.js";
+import type { SessionId, SessionOrder } from "../domain/session-key.js";
 import type { StoredEvent } from "../domain/event.js";
 import type { RunFlag } from "../domain/run-flags.js";
 import type { PairPosition, WatcherRange } from "../domain/pair-order.js";
@@ -66,8 +66,11 @@ export interface Store {
    * the database, and its writes bump them as they commit). Rejects when that cannot be known in time.
    */
   statusStampsCurrent(): Promise<void> | undefined;
-  /** Sessions of a namespace with a head, ordered by (agent id, key), strictly after `after`. */
-  listSessions(filter: { namespace: string; agentId?: string | undefined; after?: SessionId | undefined; limit: number }): Promise<SessionHead[]>;
+  /**
+   * Sessions of a namespace with a head (of one agent, when given) in `order`, after its `after`; each page
+   * a seek in an index and a read of its own rows.
+   */
+  listSessions(filter: { namespace: string; agentId?: string | undefined; order: SessionOrder; limit: number }): Promise<SessionHead[]>;
   /** The state version of each session, `undefined` where it has no head; same order as asked. */
   getStateVersions(sessions: readonly SessionId[]): Promise<(number | undefined)[]>;
   /** Removes a session's events, head, upstream link, run flag, own texts and cursors in both directions. */
@@ -131,7 +134,7 @@ export interface Store {
    * and none started since (domain/upstream-link: isScanCommittable); otherwise changes nothing and answers
    * `committed: false`.
    */
-  commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }>;
+  commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent; noticesOpened?: number }>;
   /** Records that a run started (`true`) or ended on a session (see domain/run-flags). */
   setRunActive(session: SessionId, active: boolean, nowMs: number): Promise<void>;
   /** A session's run flag, if a gateway ever reported one. */

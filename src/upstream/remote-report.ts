@@ -27,7 +27,7 @@ export interface RemoteItem {
  * no paired-node link; or the link changed while the report was being committed (retry).
  */
 export type RemoteReportOutcome =
-  | { outcome: "recorded"; humanTurns: number; event?: StoredEvent }
+  | { outcome: "recorded"; humanTurns: number; event?: StoredEvent; noticesOpened?: number }
   | { outcome: "no-paired-node-link" }
   | { outcome: "link-changed" };
 
@@ -61,5 +61,5 @@ export async function reportRemoteItems(
   if (!committed.committed) return { outcome: "link-changed" };
   return committed.event === undefined
     ? { outcome: "recorded", humanTurns: human.length }
-    : { outcome: "recorded", humanTurns: human.length, event: committed.event };
+    : { outcome: "recorded", humanTurns: human.length, event: committed.event, noticesOpened: committed.noticesOpened ?? 0 };
 }

@@ -19,10 +19,24 @@ export interface TickReport {
   linksHeld: number;
   /** Links whose scan did not finish within its deadline: their markers stay. */
   linksTimedOut: number;
+  /** Links whose check failed (logged). */
+  linksFailed: number;
+}
+
+/** A link's place in the map of outcomes. */
+function outcomeKey(link: Pick<LinkRecord, "session">): string {
+  const { namespace, agentId, key } = link.session;
+  return `${namespace} ${agentId} ${key}`;
 }
 
 /** What one link's check came to, for the tick's report and the metrics. */
-type LinkOutcome = "discarded" | "unclassifiable" | "timed_out" | { recorded: boolean; held: boolean };
+type LinkOutcome = "discarded" | "unclassifiable" | "timed_out" | { recorded: boolean; held: boolean; noticesOpened: number };
+
+/** What the last check of a link came to, as ListUpstreamLinks reports it (UpstreamLink.last_scan_outcome). */
+export type ScanOutcomeName = "scanned" | "recorded" | "held" | "timed_out" | "discarded" | "unclassifiable" | "failed" | "run_active";
+
+/** Most links whose last outcome is remembered; the one checked longest ago is forgotten first. */
+const maxRememberedOutcomes = 100_000;
 
 /**
  * Watches the upstream sources of adopted sessions for direct human activity (SPEC §8). Ticks run one at
@@ -34,6 +48,10 @@ export class UpstreamMonitor {
   private readonly ticks = new SerialQueue();
   private readonly scanner: LocalScanner;
   private stopped = false;
+  /** The last outcome of each link checked, by link (namespace, agent id, key), oldest check first. */
+  private readonly outcomes = new Map<string, ScanOutcomeName>();
+  /** The last tick this process ran (GetServerInfo): when it ended and what it did. */
+  lastTick: (TickReport & { endedAtMs: number }) | undefined;
 
   constructor(
     private readonly store: Store,
@@ -42,6 +60,8 @@ export class UpstreamMonitor {
     settings: MonitorSettings,
     private readonly log: Logger,
     private readonly metrics?: Metrics,
+    /** Told of the events scans record and the notices they open (GetServerInfo's activity by minute). */
+    private readonly recorded?: (namespace: string, noticesOpened: number) => void,
   ) {
     this.scanner = new LocalScanner(activity, settings, log, metrics);
   }
@@ -58,19 +78,39 @@ export class UpstreamMonitor {
    * `namespace` only (ScanNow scans the caller's namespace and reports on nothing else).
    */
   tick(namespace?: string): Promise<TickReport> {
-    return this.ticks.run(() => this.checkWatchedLinks(namespace));
+    return this.ticks.run(async () => {
+      const report = await this.checkWatchedLinks(namespace);
+      this.lastTick = { ...report, endedAtMs: this.clock.nowMs() };
+      return report;
+    });
+  }
+
+  /** What this process's last check of a link came to; `undefined` when it has not checked it. */
+  lastOutcome(link: Pick<LinkRecord, "session">): ScanOutcomeName | undefined {
+    return this.outcomes.get(outcomeKey(link));
+  }
+
+  private remember(link: LinkRecord, outcome: ScanOutcomeName): void {
+    const key = outcomeKey(link);
+    this.outcomes.delete(key);
+    if (this.outcomes.size >= maxRememberedOutcomes) this.outcomes.delete(this.outcomes.keys().next().value!);
+    this.outcomes.set(key, outcome);
   }
 
   private async checkWatchedLinks(namespace: string | undefined): Promise<TickReport> {
-    const report: TickReport = { linksScanned: 0, eventsRecorded: 0, linksHeld: 0, linksTimedOut: 0 };
+    const report: TickReport = { linksScanned: 0, eventsRecorded: 0, linksHeld: 0, linksTimedOut: 0, linksFailed: 0 };
     this.metrics?.monitorTicks.inc();
     const count = (outcome: string): void => this.metrics?.monitorLinks.inc({ outcome });
     for (const link of await this.store.watchedLinks(namespace)) {
       if (this.stopped) break;
       if (!isLocalTranscript(link)) continue;
       try {
-        if ((await this.activity.runState(link.session)).active) continue;
+        if ((await this.activity.runState(link.session)).active) {
+          this.remember(link, "run_active");
+          continue;
+        }
         const outcome = await this.checkLocalLink(link);
+        if (typeof outcome === "string") this.remember(link, outcome);
         if (outcome === "discarded" || outcome === "unclassifiable") {
           count(outcome);
           continue;
@@ -82,15 +122,19 @@ export class UpstreamMonitor {
         }
         report.linksScanned++;
         count("scanned");
+        this.remember(link, outcome.recorded ? "recorded" : outcome.held ? "held" : "scanned");
         if (outcome.recorded) {
           report.eventsRecorded++;
           count("recorded");
+          this.recorded?.(link.session.namespace, outcome.noticesOpened);
         }
         if (outcome.held) {
           report.linksHeld++;
           count("held");
         }
       } catch (err) {
+        report.linksFailed++;
+        this.remember(link, "failed");
         count("failed");
         this.log.error({ err, agentId: link.session.agentId }, "upstream scan failed");
       }
@@ -108,7 +152,7 @@ export class UpstreamMonitor {
     const committed = await this.store.commitScan(link, commit);
     if (!committed.committed) return "discarded";
     this.countRows(link, read.rows);
-    return { recorded: committed.event !== undefined, held: read.held };
+    return { recorded: committed.event !== undefined, held: read.held, noticesOpened: committed.noticesOpened ?? 0 };
   }
 
   /** Reports what a committed scan read, by class: the metric, and one log line when it read any row. */

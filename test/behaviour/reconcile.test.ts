@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
-import { onBackend, openBehaviourStore, skipBackend } from "../support/backend.js";
+import { hostname } from "node:os";
+import { onBackend, openBehaviourStore, skipBackend, testBackend } from "../support/backend.js";
 import { assertStatus, dayMs, goal, startTestServer, status, storeAppend, tempDir, type TestServer } from "../support/helpers.js";
 
 const W = "agent:main:main";
@@ -137,6 +138,88 @@ describe("Reconcile", () => {
     assert.equal(first.hasUpstream, false);
     await assertStatus(t.reconcile.listSessions({ pageToken: "not-a-token" }), status.INVALID_ARGUMENT, "page_token:");
     await assertStatus(t.reconcile.listSessions({ pageSize: -1 }), status.INVALID_ARGUMENT, "page_size:");
+  });
+
+  test("ListSessions by key prefix pages by key then agent, and most recently changed first pages by time", async () => {
+    // Five sessions, each changed a second after the one before; then the first changes again.
+    const keys: Array<[string, string]> = [
+      ["agent:ops:sub:a", ""],
+      ["agent:main:sub:b", ""],
+      ["agent:main:sub:a", ""],
+      ["sub:bare", "ops"],
+      ["agent:main:other", ""],
+    ];
+    for (const [key, agentId] of keys) {
+      t.clock.advance(1000);
+      await t.signalLog.append(goal(key, { session: { key, agentId } }));
+    }
+    t.clock.advance(1000);
+    await t.signalLog.append(goal("agent:ops:sub:a"));
+    const listAll = async (request: { keyPrefix?: string; recentFirst?: boolean; agentId?: string }): Promise<string[]> => {
+      const seen: string[] = [];
+      let pageToken = "";
+      do {
+        const page = await t.reconcile.listSessions({ ...request, pageSize: 2, pageToken });
+        seen.push(...page.sessions.map((s) => `${s.session?.agentId}/${s.session?.key}`));
+        pageToken = page.nextPageToken;
+      } while (pageToken !== "");
+      return seen;
+    };
+    assert.deepEqual(await listAll({ keyPrefix: "agent:main:sub:" }), ["main/agent:main:sub:a", "main/agent:main:sub:b"]);
+    assert.deepEqual(await listAll({ keyPrefix: " AGENT:" }), [
+      "main/agent:main:other",
+      "main/agent:main:sub:a",
+      "main/agent:main:sub:b",
+      "ops/agent:ops:sub:a",
+    ]);
+    assert.deepEqual(await listAll({ keyPrefix: "sub:" }), ["ops/sub:bare"]);
+    assert.deepEqual(await listAll({ keyPrefix: "agent:ops:", agentId: "main" }), []);
+    assert.deepEqual(await listAll({ keyPrefix: "agent:main:s", agentId: "main" }), ["main/agent:main:sub:a", "main/agent:main:sub:b"]);
+    assert.deepEqual(await listAll({ recentFirst: true }), [
+      "ops/agent:ops:sub:a",
+      "main/agent:main:other",
+      "ops/sub:bare",
+      "main/agent:main:sub:a",
+      "main/agent:main:sub:b",
+    ]);
+    assert.deepEqual(await listAll({ recentFirst: true, agentId: "main" }), ["main/agent:main:other", "main/agent:main:sub:a", "main/agent:main:sub:b"]);
+    const newest = (await t.reconcile.listSessions({ recentFirst: true, pageSize: 1 })).sessions[0]!;
+    assert.equal(newest.updatedAt?.seconds, BigInt(t.clock.nowMs() / 1000));
+    // A token of one order is refused by another; the two orders do not combine.
+    const byKey = await t.reconcile.listSessions({ keyPrefix: "agent:", pageSize: 1 });
+    await assertStatus(t.reconcile.listSessions({ recentFirst: true, pageToken: byKey.nextPageToken }), status.INVALID_ARGUMENT, "page_token:");
+    await assertStatus(t.reconcile.listSessions({ pageToken: byKey.nextPageToken }), status.INVALID_ARGUMENT, "page_token:");
+    await assertStatus(t.reconcile.listSessions({ keyPrefix: "agent:", recentFirst: true }), status.INVALID_ARGUMENT, "recent_first:");
+    await assertStatus(t.reconcile.listSessions({ keyPrefix: "x".repeat(513) }), status.INVALID_ARGUMENT, "key_prefix:");
+    await assertStatus(t.reconcile.listSessions({ keyPrefix: "a\u0000" }), status.INVALID_ARGUMENT, "key_prefix:");
+  });
+
+  test("GetServerInfo: the server, the caller, and the namespace's appends, notices and acks by minute", async () => {
+    await t.signalLog.append(goal(C, { dedupeKey: "once" }));
+    await t.signalLog.append(goal(C, { dedupeKey: "once" }));
+    await t.watch.watch({ watcherSessionKey: W, target: { key: C } });
+    const appended = await t.signalLog.append(goal(C));
+    t.clock.advance(60_000);
+    await t.watch.ackNotices({ acks: [{ watcherSessionKey: W, target: { key: C }, notifiedVersion: appended.event!.sequence }] });
+    const info = await t.reconcile.getServerInfo({});
+    assert.equal(info.backend, testBackend);
+    assert.match(info.version, /^\d+\.\d+\.\d+/);
+    assert.equal(info.nodeId, hostname());
+    assert.equal(info.databaseReachable, true);
+    assert.equal(info.namespace, "default");
+    assert.deepEqual(
+      { authenticated: info.caller?.authenticated, admin: info.caller?.admin, agents: info.caller?.agents },
+      { authenticated: false, admin: false, agents: [] },
+    );
+    assert.equal(info.retention?.retentionDays, 30);
+    assert.equal(info.retention?.maxEvents, 50_000n);
+    assert.equal(info.minutes.length, 60);
+    const [before, now] = info.minutes.slice(-2).map((m) => [Number(m.minute!.seconds) * 1000, m.appends, m.noticesOpened, m.noticesAcknowledged]);
+    const minute = Math.floor(t.clock.nowMs() / 60_000) * 60_000;
+    // Two events recorded (the repeated dedupe key is not counted), one notice opened, acknowledged a minute later.
+    assert.deepEqual(before, [minute - 60_000, 2n, 1n, 0n]);
+    assert.deepEqual(now, [minute, 0n, 0n, 1n]);
+    assert.ok(info.minutes.slice(0, -2).every((m) => m.appends === 0n && m.noticesOpened === 0n && m.noticesAcknowledged === 0n));
   });
 
   test("GetStateVersions answers in the order asked, absent where there is no head", async () => {

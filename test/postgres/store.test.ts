@@ -7,7 +7,7 @@ import { describe, test } from "node:test";
 import { encodeStateEvent } from "../../src/codec/event-codec.js";
 import { storeFaultFromError } from "../../src/store/store-errors.js";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
-import { eventPruneChoices } from "../../src/store/postgres/event-tables.js";
+import { eventPruneChoices, sessionsPageQuery } from "../../src/store/postgres/event-tables.js";
 import { untouchedCursors } from "../../src/store/postgres/cursor-tables.js";
 import { oldFeedRows } from "../../src/store/postgres/clock-tables.js";
 import { parsePostgresUrl } from "../../src/store/postgres/postgres-url.js";
@@ -145,10 +145,23 @@ describe("the PostgreSQL store", { skip: skipWithoutPostgres() }, () => {
         await plan(untouchedCursors(Date.now() - 86_400_000, 1000)),
         await plan(oldFeedRows(Date.now() - 3_600_000, 1000)),
       ];
+      // Every page of sessions: by agent, by key prefix, most recent first; of the namespace and of one agent.
+      const sessionPages: string[] = [];
+      for (const agentId of [undefined, "main"]) {
+        for (const order of [{ by: "agent" }, { by: "key", prefix: "agent:main:s1" }, { by: "recent" }] as const) {
+          sessionPages.push(await plan(sessionsPageQuery("default", agentId, order, 100)));
+        }
+      }
       await client.query("ROLLBACK");
       for (const [i, text] of plans.entries()) {
         assert.doesNotMatch(text, /Seq Scan|Bitmap|Sort/, `statement ${i}:\n${text}`);
         assert.match(text, /Limit/, `statement ${i} stops at its LIMIT:\n${text}`);
+      }
+      // A page of sessions reads its index in order from its start, and only the rows it returns.
+      const indexes = ["heads_session", "heads_by_key", "heads_by_time", "heads_session", "heads_by_key", "heads_of_agent_by_time"];
+      for (const [i, text] of sessionPages.entries()) {
+        assert.match(text, new RegExp(`^Limit.*\\n\\s+->  Index Scan (Backward )?using ${indexes[i]} on heads`), `page ${i}:\n${text}`);
+        assert.doesNotMatch(text, /Seq Scan|Bitmap|Sort|Filter/, `page ${i}:\n${text}`);
       }
     } finally {
       await client.end();

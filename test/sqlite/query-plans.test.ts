@@ -66,6 +66,16 @@ test("every statement the SQLite store prepares finds its rows by more than the 
         plan.map((step) => step.detail),
         ["SEARCH cursors USING INDEX cursors_pending (namespace=? AND (watcher_key,target_agent_id,target_key)>(?,?,?) AND watcher_key<?)"],
       );
+      // Every page of sessions (by agent, by key prefix, most recent first; of a namespace or of one agent)
+      // is read in its index's order: no sort, so a page costs its own rows however many sessions there are.
+      const sessionPages = statements.filter((sql) => /FROM heads WHERE namespace = \? .* LIMIT \?$/.test(sql));
+      assert.equal(sessionPages.length, 6, sessionPages.join("\n"));
+      for (const sql of sessionPages) {
+        const steps = db.prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`).all(...(sql.match(/\?/g) ?? []).map(() => null));
+        const details = steps.map((step) => step.detail).join(" | ");
+        assert.doesNotMatch(details, /TEMP B-TREE|^SCAN heads/, `${sql}\n${details}`);
+        assert.match(details, /^SEARCH heads USING (COVERING )?INDEX (heads_by_key|heads_by_time|heads_of_agent_by_time|sqlite_autoindex_heads_1) \(namespace=\? AND /, `${sql}\n${details}`);
+      }
     } finally {
       db.close();
     }

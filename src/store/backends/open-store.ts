@@ -75,6 +75,8 @@ export interface OpenedStore {
   tuning: StoreTuning;
   /** The file, or the URL without its password, and the schema. */
   description: string;
+  /** Which backend this is (GetServerInfo). */
+  backend: "sqlite" | "postgres";
 }
 
 /** A PostgreSQL that did not answer is tried again: first after this, doubling up to the most, with jitter. */
@@ -114,7 +116,7 @@ function openSqlite(settings: StoreSettings, { log, storage, commits }: StoreObs
     releaseLeases: async () => undefined,
     close: () => store.close(),
   };
-  return { store, lifecycle, tuning: { pruneStepTargetMs: 3 }, description: settings.dbPath };
+  return { store, lifecycle, tuning: { pruneStepTargetMs: 3 }, description: settings.dbPath, backend: "sqlite" };
 }
 
 async function openPostgres(settings: StoreSettings, { clock, log, storage, commits }: StoreObservers): Promise<OpenedStore> {
@@ -177,5 +179,5 @@ async function openPostgres(settings: StoreSettings, { clock, log, storage, comm
       return store.close(withinMs);
     },
   };
-  return { store, lifecycle, tuning: { pruneStepTargetMs: 15 }, description: `${redactPostgresUrl(settings.dbPath)} schema ${settings.dbSchema}` };
+  return { store, lifecycle, tuning: { pruneStepTargetMs: 15 }, description: `${redactPostgresUrl(settings.dbPath)} schema ${settings.dbSchema}`, backend: "postgres" };
 }

@@ -1,6 +1,6 @@
 import type { StoredEvent } from "../../domain/event.js";
 import type { SessionHead, SessionStatus } from "../../domain/records.js";
-import { sessionPageStart, type SessionId } from "../../domain/session-key.js";
+import { keyPageBounds, recentPageStart, sessionPageStart, type SessionId, type SessionOrder } from "../../domain/session-key.js";
 import { eventFromRow, eventsFromConcatenation, headFromRow, type EventRow, type HeadRow } from "../rows.js";
 import type { PostgresDatabase } from "./connection.js";
 import { rawSql, sessionIs, sql, type Queryable, type SqlQuery } from "./pg-sql.js";
@@ -48,6 +48,41 @@ export const eventPruneChoices = {
   /** A namespace's oldest events. */
   oldestOf: (namespace: string, count: number): SqlQuery => sql`SELECT sequence FROM events WHERE namespace = ${namespace} ORDER BY sequence LIMIT ${count}`,
 };
+
+/** The statement of a page of a namespace's heads (of one agent, when given) in `order` (exported for the plan test). */
+export function sessionsPageQuery(namespace: string, agentId: string | undefined, order: SessionOrder, limit: number): SqlQuery {
+  switch (order.by) {
+    case "agent": {
+      const start = sessionPageStart(agentId, order.after);
+      return agentId === undefined
+        ? sql`SELECT ${headColumns} FROM heads WHERE namespace = ${namespace} AND (agent_id, session_key) > (${start.agentId}, ${start.key})
+              ORDER BY agent_id, session_key LIMIT ${limit}`
+        : sql`SELECT ${headColumns} FROM heads WHERE namespace = ${namespace} AND agent_id = ${agentId} AND session_key > ${start.key}
+              ORDER BY session_key LIMIT ${limit}`;
+    }
+    // By key among a prefix's keys (index heads_by_key; one agent: the unique key), and most recently
+    // changed first (heads_by_time, heads_of_agent_by_time): each page is a seek and a read of its rows.
+    case "key": {
+      const page = keyPageBounds(order);
+      return agentId === undefined
+        ? sql`SELECT ${headColumns} FROM heads WHERE namespace = ${namespace} AND session_key >= ${page.from} AND session_key <= ${page.last}
+              AND (session_key, agent_id) > (${page.afterKey}, ${page.afterAgentId}) ORDER BY session_key, agent_id LIMIT ${limit}`
+        : sql`SELECT ${headColumns} FROM heads WHERE namespace = ${namespace} AND agent_id = ${agentId} AND session_key >= ${page.from}
+              AND session_key <= ${page.last} AND session_key > ${page.afterAgentId === agentId ? page.afterKey : ""}
+              ORDER BY session_key LIMIT ${limit}`;
+    }
+    case "recent": {
+      const start = recentPageStart(agentId, order.after);
+      return agentId === undefined
+        ? sql`SELECT ${headColumns} FROM heads WHERE namespace = ${namespace}
+              AND (updated_at_ms, agent_id, session_key) < (${start.updatedAtMs}, ${start.agentId}, ${start.key})
+              ORDER BY updated_at_ms DESC, agent_id DESC, session_key DESC LIMIT ${limit}`
+        : sql`SELECT ${headColumns} FROM heads WHERE namespace = ${namespace} AND agent_id = ${agentId}
+              AND (updated_at_ms, session_key) < (${start.updatedAtMs}, ${start.key})
+              ORDER BY updated_at_ms DESC, session_key DESC LIMIT ${limit}`;
+    }
+  }
+}
 
 /**
  * Statements over the `events` and `heads` tables. Events refer to their session by the head's
@@ -151,17 +186,9 @@ export class EventTables {
     };
   }
 
-  /** A namespace's heads ordered by (agent id, key), strictly after `after`. */
-  async heads(namespace: string, agentId: string | undefined, after: SessionId | undefined, limit: number): Promise<SessionHead[]> {
-    const start = sessionPageStart(agentId, after);
-    const rows =
-      agentId === undefined
-        ? await this.db.query<HeadRow>(sql`
-            SELECT ${headColumns} FROM heads WHERE namespace = ${namespace} AND (agent_id, session_key) > (${start.agentId}, ${start.key})
-            ORDER BY agent_id, session_key LIMIT ${limit}`)
-        : await this.db.query<HeadRow>(sql`
-            SELECT ${headColumns} FROM heads WHERE namespace = ${namespace} AND agent_id = ${agentId} AND session_key > ${start.key}
-            ORDER BY session_key LIMIT ${limit}`);
+  /** A namespace's heads (of one agent, when given) in `order`, after its `after`. */
+  async heads(namespace: string, agentId: string | undefined, order: SessionOrder, limit: number): Promise<SessionHead[]> {
+    const rows = await this.db.query<HeadRow>(sessionsPageQuery(namespace, agentId, order, limit));
     return rows.map(headFromRow);
   }
 

@@ -249,6 +249,13 @@ export const postgresMigrations: readonly string[] = [
   DROP INDEX cursors_pending;
   CREATE INDEX cursors_pending ON cursors (namespace, watcher_key, target_agent_id, target_key) WHERE notified > acked;
   `,
+  `
+  -- The console's lists of sessions (issue 36): by key among a prefix's keys across agents, and the most
+  -- recently changed first, of a namespace or of one agent; each page a seek in one of these.
+  CREATE INDEX heads_by_key ON heads (namespace, session_key, agent_id);
+  CREATE INDEX heads_by_time ON heads (namespace, updated_at_ms, agent_id, session_key);
+  CREATE INDEX heads_of_agent_by_time ON heads (namespace, agent_id, updated_at_ms, session_key);
+  `,
 ];
 
 /** Thrown when the schema is newer than this program knows; names both versions. */

@@ -261,7 +261,7 @@ export class PostgresStore implements Store {
   }
 
   listSessions(filter: Parameters<Store["listSessions"]>[0]): Promise<SessionHead[]> {
-    return this.events.heads(filter.namespace, filter.agentId, filter.after, filter.limit);
+    return this.events.heads(filter.namespace, filter.agentId, filter.order, filter.limit);
   }
 
   getStateVersions(sessions: readonly SessionId[]): Promise<(number | undefined)[]> {
@@ -355,8 +355,8 @@ export class PostgresStore implements Store {
     return this.links.watched(namespace);
   }
 
-  commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }> {
-    return this.runWrite(async (batch): Promise<WriteResult<{ committed: boolean; event?: StoredEvent }>> => {
+  commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent; noticesOpened?: number }> {
+    return this.runWrite(async (batch): Promise<WriteResult<{ committed: boolean; event?: StoredEvent; noticesOpened?: number }>> => {
       const [current, runFlag] = await Promise.all([this.links.get(scanned.session, batch), this.activity.runFlag(scanned.session, batch)]);
       const plan = planScanCommit(current, scanned, commit, runFlag);
       if (plan.action === "discard") return { value: { committed: false }, changes: [] };

@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import type { StoredEvent } from "../../domain/event.js";
-import { sessionPageStart, type SessionId } from "../../domain/session-key.js";
+import { keyPageBounds, recentPageStart, sessionPageStart, type SessionId, type SessionOrder } from "../../domain/session-key.js";
 import type { EventWire, SessionHead } from "../../domain/records.js";
 import { pruneWatermarks } from "../../domain/retention.js";
 import { ChangeStamps } from "../change-stamps.js";
@@ -44,6 +44,10 @@ export class EventTables {
   private readonly after;
   private readonly headsFrom;
   private readonly headsOfAgentFrom;
+  private readonly headsByKeyFrom;
+  private readonly headsOfAgentByKeyFrom;
+  private readonly headsRecentFrom;
+  private readonly headsOfAgentRecentFrom;
   private readonly deleteOfSession;
   private readonly deleteHeadRow;
   private readonly oldEvents;
@@ -90,6 +94,24 @@ export class EventTables {
     );
     this.headsOfAgentFrom = db.prepare<[string, string, string, number], HeadRow>(
       `SELECT ${headColumns} FROM heads WHERE namespace = ? AND agent_id = ? AND session_key > ? ORDER BY session_key LIMIT ?`,
+    );
+    // By key among a prefix's keys (index heads_by_key; one agent: the primary key), and most recently
+    // changed first (heads_by_time, heads_of_agent_by_time): each page is a seek and a read of its rows.
+    this.headsByKeyFrom = db.prepare<[string, string, string, string, string, number], HeadRow>(
+      `SELECT ${headColumns} FROM heads WHERE namespace = ? AND session_key >= ? AND session_key <= ? AND (session_key, agent_id) > (?, ?)
+       ORDER BY session_key, agent_id LIMIT ?`,
+    );
+    this.headsOfAgentByKeyFrom = db.prepare<[string, string, string, string, string, number], HeadRow>(
+      `SELECT ${headColumns} FROM heads WHERE namespace = ? AND agent_id = ? AND session_key >= ? AND session_key <= ? AND session_key > ?
+       ORDER BY session_key LIMIT ?`,
+    );
+    this.headsRecentFrom = db.prepare<[string, number, string, string, number], HeadRow>(
+      `SELECT ${headColumns} FROM heads WHERE namespace = ? AND (updated_at_ms, agent_id, session_key) < (?, ?, ?)
+       ORDER BY updated_at_ms DESC, agent_id DESC, session_key DESC LIMIT ?`,
+    );
+    this.headsOfAgentRecentFrom = db.prepare<[string, string, number, string, number], HeadRow>(
+      `SELECT ${headColumns} FROM heads WHERE namespace = ? AND agent_id = ? AND (updated_at_ms, session_key) < (?, ?)
+       ORDER BY updated_at_ms DESC, session_key DESC LIMIT ?`,
     );
     this.deleteOfSession = db.prepare<[string, string, string]>(
       `DELETE FROM events WHERE session_id = (SELECT session_id FROM heads WHERE ${sessionIs})`,
@@ -178,13 +200,31 @@ export class EventTables {
   }
 
   /** A namespace's heads ordered by (agent id, key), strictly after `after`. */
-  heads(namespace: string, agentId: string | undefined, after: SessionId | undefined, limit: number): SessionHead[] {
-    const start = sessionPageStart(agentId, after);
-    const rows =
-      agentId === undefined
-        ? this.headsFrom.all(namespace, start.agentId, start.key, limit)
-        : this.headsOfAgentFrom.all(namespace, agentId, start.key, limit);
-    return rows.map(headFromRow);
+  heads(namespace: string, agentId: string | undefined, order: SessionOrder, limit: number): SessionHead[] {
+    return this.headRows(namespace, agentId, order, limit).map(headFromRow);
+  }
+
+  private headRows(namespace: string, agentId: string | undefined, order: SessionOrder, limit: number): HeadRow[] {
+    switch (order.by) {
+      case "agent": {
+        const start = sessionPageStart(agentId, order.after);
+        return agentId === undefined
+          ? this.headsFrom.all(namespace, start.agentId, start.key, limit)
+          : this.headsOfAgentFrom.all(namespace, agentId, start.key, limit);
+      }
+      case "key": {
+        const page = keyPageBounds(order);
+        return agentId === undefined
+          ? this.headsByKeyFrom.all(namespace, page.from, page.last, page.afterKey, page.afterAgentId, limit)
+          : this.headsOfAgentByKeyFrom.all(namespace, agentId, page.from, page.last, page.afterAgentId === agentId ? page.afterKey : "", limit);
+      }
+      case "recent": {
+        const start = recentPageStart(agentId, order.after);
+        return agentId === undefined
+          ? this.headsRecentFrom.all(namespace, start.updatedAtMs, start.agentId, start.key, limit)
+          : this.headsOfAgentRecentFrom.all(namespace, agentId, start.updatedAtMs, start.key, limit);
+      }
+    }
   }
 
   /** Deletes the session's events and head; returns how many events went. */

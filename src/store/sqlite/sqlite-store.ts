@@ -227,7 +227,7 @@ export class SqliteStore implements Store {
   }
 
   async listSessions(filter: Parameters<Store["listSessions"]>[0]): Promise<SessionHead[]> {
-    return this.events.heads(filter.namespace, filter.agentId, filter.after, filter.limit);
+    return this.events.heads(filter.namespace, filter.agentId, filter.order, filter.limit);
   }
 
   async getStateVersions(sessions: readonly SessionId[]): Promise<(number | undefined)[]> {
@@ -314,8 +314,8 @@ export class SqliteStore implements Store {
     return this.links.watchedLinks(namespace);
   }
 
-  async commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent }> {
-    return this.runWrite((): WriteResult<{ committed: boolean; event?: StoredEvent }> => {
+  async commitScan(scanned: LinkRecord, commit: ScanCommit): Promise<{ committed: boolean; event?: StoredEvent; noticesOpened?: number }> {
+    return this.runWrite((): WriteResult<{ committed: boolean; event?: StoredEvent; noticesOpened?: number }> => {
       const plan = planScanCommit(this.links.get(scanned.session), scanned, commit, this.activity.runFlag(scanned.session));
       if (plan.action === "discard") return { value: { committed: false }, changes: [] };
       const appended = plan.append === undefined ? undefined : this.appendInTransaction(plan.append);

@@ -15,7 +15,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from sessionstate.v1 import types_pb2 as sessionstate_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fsessionstate/v1/reconcile.proto\x12\x0fsessionstate.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsessionstate/v1/types.proto\"\x81\x01\n\x14SessionStatusRequest\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x1a\n\rchanges_since\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\r\n\x05limit\x18\x03 \x01(\x05\x42\x10\n\x0e_changes_since\"\x92\x01\n\x15SessionStatusResponse\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x15\n\rstate_version\x18\x02 \x01(\x03\x12\x34\n\rstate_changes\x18\x03 \x01(\x0b\x32\x1d.sessionstate.v1.StateChanges\"\x88\x01\n\x0cStateChanges\x12+\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1b.sessionstate.v1.StateEvent\x12\x13\n\x0bhistory_gap\x18\x02 \x01(\x08\x12\x11\n\ttruncated\x18\x03 \x01(\x08\x12#\n\x1b\x65\x61rliest_available_sequence\x18\x04 \x01(\x03\"N\n\x13ListSessionsRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"b\n\x14ListSessionsResponse\x12\x31\n\x08sessions\x18\x01 \x03(\x0b\x32\x1f.sessionstate.v1.SessionSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xb3\x01\n\x0eSessionSummary\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x15\n\rstate_version\x18\x02 \x01(\x03\x12.\n\nupdated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0epruned_through\x18\x04 \x01(\x03\x12\x14\n\x0chas_upstream\x18\x05 \x01(\x08\"H\n\x17GetStateVersionsRequest\x12-\n\x08sessions\x18\x01 \x03(\x0b\x32\x1b.sessionstate.v1.SessionRef\"M\n\x18GetStateVersionsResponse\x12\x31\n\x08versions\x18\x01 \x03(\x0b\x32\x1f.sessionstate.v1.SessionVersion\"l\n\x0eSessionVersion\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x1a\n\rstate_version\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x10\n\x0e_state_version\">\n\x15ListNamespacesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"h\n\x16ListNamespacesResponse\x12\x35\n\nnamespaces\x18\x01 \x03(\x0b\x32!.sessionstate.v1.NamespaceSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x9c\x01\n\x10NamespaceSummary\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08sessions\x18\x02 \x01(\x03\x12\x0e\n\x06\x65vents\x18\x03 \x01(\x03\x12\x0f\n\x07watches\x18\x04 \x01(\x03\x12\x17\n\x0fpending_notices\x18\x05 \x01(\x03\x12.\n\nupdated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp2\x94\x03\n\tReconcile\x12^\n\rSessionStatus\x12%.sessionstate.v1.SessionStatusRequest\x1a&.sessionstate.v1.SessionStatusResponse\x12[\n\x0cListSessions\x12$.sessionstate.v1.ListSessionsRequest\x1a%.sessionstate.v1.ListSessionsResponse\x12g\n\x10GetStateVersions\x12(.sessionstate.v1.GetStateVersionsRequest\x1a).sessionstate.v1.GetStateVersionsResponse\x12\x61\n\x0eListNamespaces\x12&.sessionstate.v1.ListNamespacesRequest\x1a\'.sessionstate.v1.ListNamespacesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fsessionstate/v1/reconcile.proto\x12\x0fsessionstate.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsessionstate/v1/types.proto\"\x81\x01\n\x14SessionStatusRequest\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x1a\n\rchanges_since\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\r\n\x05limit\x18\x03 \x01(\x05\x42\x10\n\x0e_changes_since\"\x92\x01\n\x15SessionStatusResponse\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x15\n\rstate_version\x18\x02 \x01(\x03\x12\x34\n\rstate_changes\x18\x03 \x01(\x0b\x32\x1d.sessionstate.v1.StateChanges\"\x88\x01\n\x0cStateChanges\x12+\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1b.sessionstate.v1.StateEvent\x12\x13\n\x0bhistory_gap\x18\x02 \x01(\x08\x12\x11\n\ttruncated\x18\x03 \x01(\x08\x12#\n\x1b\x65\x61rliest_available_sequence\x18\x04 \x01(\x03\"x\n\x13ListSessionsRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x12\n\nkey_prefix\x18\x04 \x01(\t\x12\x14\n\x0crecent_first\x18\x05 \x01(\x08\"b\n\x14ListSessionsResponse\x12\x31\n\x08sessions\x18\x01 \x03(\x0b\x32\x1f.sessionstate.v1.SessionSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\xb3\x01\n\x0eSessionSummary\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x15\n\rstate_version\x18\x02 \x01(\x03\x12.\n\nupdated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0epruned_through\x18\x04 \x01(\x03\x12\x14\n\x0chas_upstream\x18\x05 \x01(\x08\"H\n\x17GetStateVersionsRequest\x12-\n\x08sessions\x18\x01 \x03(\x0b\x32\x1b.sessionstate.v1.SessionRef\"M\n\x18GetStateVersionsResponse\x12\x31\n\x08versions\x18\x01 \x03(\x0b\x32\x1f.sessionstate.v1.SessionVersion\"l\n\x0eSessionVersion\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x1a\n\rstate_version\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\x10\n\x0e_state_version\">\n\x15ListNamespacesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"h\n\x16ListNamespacesResponse\x12\x35\n\nnamespaces\x18\x01 \x03(\x0b\x32!.sessionstate.v1.NamespaceSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x9c\x01\n\x10NamespaceSummary\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08sessions\x18\x02 \x01(\x03\x12\x0e\n\x06\x65vents\x18\x03 \x01(\x03\x12\x0f\n\x07watches\x18\x04 \x01(\x03\x12\x17\n\x0fpending_notices\x18\x05 \x01(\x03\x12.\n\nupdated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x16\n\x14GetServerInfoRequest\"\xf1\x02\n\x15GetServerInfoResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x02 \x01(\t\x12\x0f\n\x07node_id\x18\x03 \x01(\t\x12\x1a\n\x12\x64\x61tabase_reachable\x18\x04 \x01(\x08\x12.\n\nstarted_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\tretention\x18\x06 \x01(\x0b\x32\x1f.sessionstate.v1.RetentionState\x12\x37\n\x10upstream_monitor\x18\x07 \x01(\x0b\x32\x1d.sessionstate.v1.MonitorState\x12\x30\n\x07minutes\x18\x08 \x03(\x0b\x32\x1f.sessionstate.v1.MinuteActivity\x12\'\n\x06\x63\x61ller\x18\t \x01(\x0b\x32\x17.sessionstate.v1.Caller\x12\x11\n\tnamespace\x18\n \x01(\t\"\xb3\x01\n\x0eRetentionState\x12\x16\n\x0eretention_days\x18\x01 \x01(\x05\x12\x12\n\nmax_events\x18\x02 \x01(\x03\x12\x30\n\x0clast_pass_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12 \n\x18last_pass_events_removed\x18\x04 \x01(\x03\x12!\n\x19last_pass_cursors_removed\x18\x05 \x01(\x03\"\xdc\x01\n\x0cMonitorState\x12\x13\n\x0binterval_ms\x18\x01 \x01(\x03\x12\x30\n\x0clast_tick_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1f\n\x17last_tick_links_scanned\x18\x03 \x01(\x05\x12!\n\x19last_tick_events_recorded\x18\x04 \x01(\x05\x12!\n\x19last_tick_links_timed_out\x18\x05 \x01(\x05\x12\x1e\n\x16last_tick_links_failed\x18\x06 \x01(\x05\"\x83\x01\n\x0eMinuteActivity\x12*\n\x06minute\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x61ppends\x18\x02 \x01(\x03\x12\x16\n\x0enotices_opened\x18\x03 \x01(\x03\x12\x1c\n\x14notices_acknowledged\x18\x04 \x01(\x03\"f\n\x06\x43\x61ller\x12\x15\n\rauthenticated\x18\x01 \x01(\x08\x12\x12\n\ntoken_name\x18\x02 \x01(\t\x12\r\n\x05\x61\x64min\x18\x03 \x01(\x08\x12\x0e\n\x06\x61gents\x18\x04 \x03(\t\x12\x12\n\nnamespaces\x18\x05 \x03(\t2\xf4\x03\n\tReconcile\x12^\n\rSessionStatus\x12%.sessionstate.v1.SessionStatusRequest\x1a&.sessionstate.v1.SessionStatusResponse\x12[\n\x0cListSessions\x12$.sessionstate.v1.ListSessionsRequest\x1a%.sessionstate.v1.ListSessionsResponse\x12g\n\x10GetStateVersions\x12(.sessionstate.v1.GetStateVersionsRequest\x1a).sessionstate.v1.GetStateVersionsResponse\x12\x61\n\x0eListNamespaces\x12&.sessionstate.v1.ListNamespacesRequest\x1a\'.sessionstate.v1.ListNamespacesResponse\x12^\n\rGetServerInfo\x12%.sessionstate.v1.GetServerInfoRequest\x1a&.sessionstate.v1.GetServerInfoResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'sessionstate.v1.reconcile_pb2', globals())
@@ -29,23 +29,35 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _STATECHANGES._serialized_start=396
   _STATECHANGES._serialized_end=532
   _LISTSESSIONSREQUEST._serialized_start=534
-  _LISTSESSIONSREQUEST._serialized_end=612
-  _LISTSESSIONSRESPONSE._serialized_start=614
-  _LISTSESSIONSRESPONSE._serialized_end=712
-  _SESSIONSUMMARY._serialized_start=715
-  _SESSIONSUMMARY._serialized_end=894
-  _GETSTATEVERSIONSREQUEST._serialized_start=896
-  _GETSTATEVERSIONSREQUEST._serialized_end=968
-  _GETSTATEVERSIONSRESPONSE._serialized_start=970
-  _GETSTATEVERSIONSRESPONSE._serialized_end=1047
-  _SESSIONVERSION._serialized_start=1049
-  _SESSIONVERSION._serialized_end=1157
-  _LISTNAMESPACESREQUEST._serialized_start=1159
-  _LISTNAMESPACESREQUEST._serialized_end=1221
-  _LISTNAMESPACESRESPONSE._serialized_start=1223
-  _LISTNAMESPACESRESPONSE._serialized_end=1327
-  _NAMESPACESUMMARY._serialized_start=1330
-  _NAMESPACESUMMARY._serialized_end=1486
-  _RECONCILE._serialized_start=1489
-  _RECONCILE._serialized_end=1893
+  _LISTSESSIONSREQUEST._serialized_end=654
+  _LISTSESSIONSRESPONSE._serialized_start=656
+  _LISTSESSIONSRESPONSE._serialized_end=754
+  _SESSIONSUMMARY._serialized_start=757
+  _SESSIONSUMMARY._serialized_end=936
+  _GETSTATEVERSIONSREQUEST._serialized_start=938
+  _GETSTATEVERSIONSREQUEST._serialized_end=1010
+  _GETSTATEVERSIONSRESPONSE._serialized_start=1012
+  _GETSTATEVERSIONSRESPONSE._serialized_end=1089
+  _SESSIONVERSION._serialized_start=1091
+  _SESSIONVERSION._serialized_end=1199
+  _LISTNAMESPACESREQUEST._serialized_start=1201
+  _LISTNAMESPACESREQUEST._serialized_end=1263
+  _LISTNAMESPACESRESPONSE._serialized_start=1265
+  _LISTNAMESPACESRESPONSE._serialized_end=1369
+  _NAMESPACESUMMARY._serialized_start=1372
+  _NAMESPACESUMMARY._serialized_end=1528
+  _GETSERVERINFOREQUEST._serialized_start=1530
+  _GETSERVERINFOREQUEST._serialized_end=1552
+  _GETSERVERINFORESPONSE._serialized_start=1555
+  _GETSERVERINFORESPONSE._serialized_end=1924
+  _RETENTIONSTATE._serialized_start=1927
+  _RETENTIONSTATE._serialized_end=2106
+  _MONITORSTATE._serialized_start=2109
+  _MONITORSTATE._serialized_end=2329
+  _MINUTEACTIVITY._serialized_start=2332
+  _MINUTEACTIVITY._serialized_end=2463
+  _CALLER._serialized_start=2465
+  _CALLER._serialized_end=2567
+  _RECONCILE._serialized_start=2570
+  _RECONCILE._serialized_end=3070
 # @@protoc_insertion_point(module_scope)

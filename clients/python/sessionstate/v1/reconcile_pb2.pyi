@@ -7,6 +7,48 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class Caller(_message.Message):
+    __slots__ = ["admin", "agents", "authenticated", "namespaces", "token_name"]
+    ADMIN_FIELD_NUMBER: _ClassVar[int]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    AUTHENTICATED_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_NAME_FIELD_NUMBER: _ClassVar[int]
+    admin: bool
+    agents: _containers.RepeatedScalarFieldContainer[str]
+    authenticated: bool
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    token_name: str
+    def __init__(self, authenticated: bool = ..., token_name: _Optional[str] = ..., admin: bool = ..., agents: _Optional[_Iterable[str]] = ..., namespaces: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetServerInfoRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class GetServerInfoResponse(_message.Message):
+    __slots__ = ["backend", "caller", "database_reachable", "minutes", "namespace", "node_id", "retention", "started_at", "upstream_monitor", "version"]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    DATABASE_REACHABLE_FIELD_NUMBER: _ClassVar[int]
+    MINUTES_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    UPSTREAM_MONITOR_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    backend: str
+    caller: Caller
+    database_reachable: bool
+    minutes: _containers.RepeatedCompositeFieldContainer[MinuteActivity]
+    namespace: str
+    node_id: str
+    retention: RetentionState
+    started_at: _timestamp_pb2.Timestamp
+    upstream_monitor: MonitorState
+    version: str
+    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., node_id: _Optional[str] = ..., database_reachable: bool = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retention: _Optional[_Union[RetentionState, _Mapping]] = ..., upstream_monitor: _Optional[_Union[MonitorState, _Mapping]] = ..., minutes: _Optional[_Iterable[_Union[MinuteActivity, _Mapping]]] = ..., caller: _Optional[_Union[Caller, _Mapping]] = ..., namespace: _Optional[str] = ...) -> None: ...
+
 class GetStateVersionsRequest(_message.Message):
     __slots__ = ["sessions"]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
@@ -36,14 +78,18 @@ class ListNamespacesResponse(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[_Union[NamespaceSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
-    __slots__ = ["agent_id", "page_size", "page_token"]
+    __slots__ = ["agent_id", "key_prefix", "page_size", "page_token", "recent_first"]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_PREFIX_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RECENT_FIRST_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
+    key_prefix: str
     page_size: int
     page_token: str
-    def __init__(self, agent_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    recent_first: bool
+    def __init__(self, agent_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., key_prefix: _Optional[str] = ..., recent_first: bool = ...) -> None: ...
 
 class ListSessionsResponse(_message.Message):
     __slots__ = ["next_page_token", "sessions"]
@@ -52,6 +98,34 @@ class ListSessionsResponse(_message.Message):
     next_page_token: str
     sessions: _containers.RepeatedCompositeFieldContainer[SessionSummary]
     def __init__(self, sessions: _Optional[_Iterable[_Union[SessionSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class MinuteActivity(_message.Message):
+    __slots__ = ["appends", "minute", "notices_acknowledged", "notices_opened"]
+    APPENDS_FIELD_NUMBER: _ClassVar[int]
+    MINUTE_FIELD_NUMBER: _ClassVar[int]
+    NOTICES_ACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
+    NOTICES_OPENED_FIELD_NUMBER: _ClassVar[int]
+    appends: int
+    minute: _timestamp_pb2.Timestamp
+    notices_acknowledged: int
+    notices_opened: int
+    def __init__(self, minute: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., appends: _Optional[int] = ..., notices_opened: _Optional[int] = ..., notices_acknowledged: _Optional[int] = ...) -> None: ...
+
+class MonitorState(_message.Message):
+    __slots__ = ["interval_ms", "last_tick_at", "last_tick_events_recorded", "last_tick_links_failed", "last_tick_links_scanned", "last_tick_links_timed_out"]
+    INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    LAST_TICK_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_TICK_EVENTS_RECORDED_FIELD_NUMBER: _ClassVar[int]
+    LAST_TICK_LINKS_FAILED_FIELD_NUMBER: _ClassVar[int]
+    LAST_TICK_LINKS_SCANNED_FIELD_NUMBER: _ClassVar[int]
+    LAST_TICK_LINKS_TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
+    interval_ms: int
+    last_tick_at: _timestamp_pb2.Timestamp
+    last_tick_events_recorded: int
+    last_tick_links_failed: int
+    last_tick_links_scanned: int
+    last_tick_links_timed_out: int
+    def __init__(self, interval_ms: _Optional[int] = ..., last_tick_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_tick_links_scanned: _Optional[int] = ..., last_tick_events_recorded: _Optional[int] = ..., last_tick_links_timed_out: _Optional[int] = ..., last_tick_links_failed: _Optional[int] = ...) -> None: ...
 
 class NamespaceSummary(_message.Message):
     __slots__ = ["events", "name", "pending_notices", "sessions", "updated_at", "watches"]
@@ -68,6 +142,20 @@ class NamespaceSummary(_message.Message):
     updated_at: _timestamp_pb2.Timestamp
     watches: int
     def __init__(self, name: _Optional[str] = ..., sessions: _Optional[int] = ..., events: _Optional[int] = ..., watches: _Optional[int] = ..., pending_notices: _Optional[int] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class RetentionState(_message.Message):
+    __slots__ = ["last_pass_at", "last_pass_cursors_removed", "last_pass_events_removed", "max_events", "retention_days"]
+    LAST_PASS_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_PASS_CURSORS_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    LAST_PASS_EVENTS_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    MAX_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_DAYS_FIELD_NUMBER: _ClassVar[int]
+    last_pass_at: _timestamp_pb2.Timestamp
+    last_pass_cursors_removed: int
+    last_pass_events_removed: int
+    max_events: int
+    retention_days: int
+    def __init__(self, retention_days: _Optional[int] = ..., max_events: _Optional[int] = ..., last_pass_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_pass_events_removed: _Optional[int] = ..., last_pass_cursors_removed: _Optional[int] = ...) -> None: ...
 
 class SessionStatusRequest(_message.Message):
     __slots__ = ["changes_since", "limit", "session"]

@@ -35,6 +35,11 @@ class ReconcileStub(object):
                 request_serializer=sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesRequest.SerializeToString,
                 response_deserializer=sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesResponse.FromString,
                 )
+        self.GetServerInfo = channel.unary_unary(
+                '/sessionstate.v1.Reconcile/GetServerInfo',
+                request_serializer=sessionstate_dot_v1_dot_reconcile__pb2.GetServerInfoRequest.SerializeToString,
+                response_deserializer=sessionstate_dot_v1_dot_reconcile__pb2.GetServerInfoResponse.FromString,
+                )
 
 
 class ReconcileServicer(object):
@@ -51,7 +56,9 @@ class ReconcileServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListSessions(self, request, context):
-        """ListSessions pages through sessions that have a head, ordered by agent id then key.
+        """ListSessions pages through sessions that have a head: ordered by agent id then key; by key then
+        agent id with key_prefix; most recently changed first with recent_first. Each page is found through
+        an index, whatever the namespace holds.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -69,6 +76,16 @@ class ReconcileServicer(object):
         their counts, exact at the moment of the answer (kept as the data changes: no scan of the log). It
         ignores the sessionstate-namespace header: it lists every namespace the caller's token may use (an
         admin token, or authentication off: all of them).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetServerInfo(self, request, context):
+        """GetServerInfo describes this server (version, backend, node id, database reachability, retention,
+        the upstream monitor), who the caller is as its token says, and the activity of the call's namespace
+        minute by minute as this server saw it: what an operator's console shows. Any caller admitted to the
+        namespace may ask; it reads no table.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -96,6 +113,11 @@ def add_ReconcileServicer_to_server(servicer, server):
                     servicer.ListNamespaces,
                     request_deserializer=sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesRequest.FromString,
                     response_serializer=sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesResponse.SerializeToString,
+            ),
+            'GetServerInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetServerInfo,
+                    request_deserializer=sessionstate_dot_v1_dot_reconcile__pb2.GetServerInfoRequest.FromString,
+                    response_serializer=sessionstate_dot_v1_dot_reconcile__pb2.GetServerInfoResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -173,5 +195,22 @@ class Reconcile(object):
         return grpc.experimental.unary_unary(request, target, '/sessionstate.v1.Reconcile/ListNamespaces',
             sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesRequest.SerializeToString,
             sessionstate_dot_v1_dot_reconcile__pb2.ListNamespacesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetServerInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sessionstate.v1.Reconcile/GetServerInfo',
+            sessionstate_dot_v1_dot_reconcile__pb2.GetServerInfoRequest.SerializeToString,
+            sessionstate_dot_v1_dot_reconcile__pb2.GetServerInfoResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

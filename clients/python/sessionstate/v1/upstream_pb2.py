@@ -15,15 +15,15 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from sessionstate.v1 import types_pb2 as sessionstate_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1esessionstate/v1/upstream.proto\x12\x0fsessionstate.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsessionstate/v1/types.proto\"\xf0\x01\n\x0c\x41\x64optRequest\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x12\n\ncatalog_id\x18\x02 \x01(\t\x12\x0f\n\x07host_id\x18\x03 \x01(\t\x12\x11\n\tthread_id\x18\x04 \x01(\t\x12<\n\x10local_transcript\x18\x05 \x01(\x0b\x32 .sessionstate.v1.LocalTranscriptH\x00\x12\x32\n\x0bpaired_node\x18\x06 \x01(\x0b\x32\x1b.sessionstate.v1.PairedNodeH\x00\x42\x08\n\x06source\"\x1f\n\x0fLocalTranscript\x12\x0c\n\x04path\x18\x01 \x01(\t\"7\n\nPairedNode\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x18\n\x10newest_item_uuid\x18\x02 \x01(\t\"\x88\x01\n\rAdoptResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.StateEvent\x12\x0e\n\x06linked\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12+\n\x04link\x18\x04 \x01(\x0b\x32\x1d.sessionstate.v1.UpstreamLink\"\x90\x02\n\x0cUpstreamLink\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x12\n\ncatalog_id\x18\x02 \x01(\t\x12\x0f\n\x07host_id\x18\x03 \x01(\t\x12\x11\n\tthread_id\x18\x04 \x01(\t\x12\x0e\n\x06source\x18\x05 \x01(\t\x12\x0e\n\x06marker\x18\x06 \x01(\t\x12\x15\n\rmissed_checks\x18\x07 \x01(\x05\x12\x33\n\x0flast_scanned_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"S\n\x13SetRunActiveRequest\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x0e\n\x06\x61\x63tive\x18\x02 \x01(\x08\"\x16\n\x14SetRunActiveResponse\"V\n\x18RecordOwnUserTextRequest\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x0c\n\x04text\x18\x02 \x01(\t\"\x1b\n\x19RecordOwnUserTextResponse\"t\n\x18ReportRemoteItemsRequest\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12*\n\x05items\x18\x02 \x03(\x0b\x32\x1b.sessionstate.v1.RemoteItem\"\x88\x01\n\nRemoteItem\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12-\n\x04kind\x18\x02 \x01(\x0e\x32\x1f.sessionstate.v1.RemoteItemKind\x12\x0c\n\x04text\x18\x03 \x01(\t\x12/\n\x0boccurred_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\\\n\x19ReportRemoteItemsResponse\x12\x13\n\x0bhuman_turns\x18\x01 \x01(\x05\x12*\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.StateEvent\"S\n\x18ListUpstreamLinksRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"b\n\x19ListUpstreamLinksResponse\x12,\n\x05links\x18\x01 \x03(\x0b\x32\x1d.sessionstate.v1.UpstreamLink\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x10\n\x0eScanNowRequest\"n\n\x0fScanNowResponse\x12\x15\n\rlinks_scanned\x18\x01 \x01(\x05\x12\x17\n\x0f\x65vents_recorded\x18\x02 \x01(\x05\x12\x12\n\nlinks_held\x18\x03 \x01(\x05\x12\x17\n\x0flinks_timed_out\x18\x04 \x01(\x05*\xb0\x01\n\x0eRemoteItemKind\x12 \n\x1cREMOTE_ITEM_KIND_UNSPECIFIED\x10\x00\x12!\n\x1dREMOTE_ITEM_KIND_USER_MESSAGE\x10\x01\x12\"\n\x1eREMOTE_ITEM_KIND_AGENT_MESSAGE\x10\x02\x12\x19\n\x15REMOTE_ITEM_KIND_TOOL\x10\x03\x12\x1a\n\x16REMOTE_ITEM_KIND_OTHER\x10\x04\x32\xc1\x04\n\x08Upstream\x12\x46\n\x05\x41\x64opt\x12\x1d.sessionstate.v1.AdoptRequest\x1a\x1e.sessionstate.v1.AdoptResponse\x12[\n\x0cSetRunActive\x12$.sessionstate.v1.SetRunActiveRequest\x1a%.sessionstate.v1.SetRunActiveResponse\x12j\n\x11RecordOwnUserText\x12).sessionstate.v1.RecordOwnUserTextRequest\x1a*.sessionstate.v1.RecordOwnUserTextResponse\x12j\n\x11ReportRemoteItems\x12).sessionstate.v1.ReportRemoteItemsRequest\x1a*.sessionstate.v1.ReportRemoteItemsResponse\x12j\n\x11ListUpstreamLinks\x12).sessionstate.v1.ListUpstreamLinksRequest\x1a*.sessionstate.v1.ListUpstreamLinksResponse\x12L\n\x07ScanNow\x12\x1f.sessionstate.v1.ScanNowRequest\x1a .sessionstate.v1.ScanNowResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1esessionstate/v1/upstream.proto\x12\x0fsessionstate.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsessionstate/v1/types.proto\"\xf0\x01\n\x0c\x41\x64optRequest\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x12\n\ncatalog_id\x18\x02 \x01(\t\x12\x0f\n\x07host_id\x18\x03 \x01(\t\x12\x11\n\tthread_id\x18\x04 \x01(\t\x12<\n\x10local_transcript\x18\x05 \x01(\x0b\x32 .sessionstate.v1.LocalTranscriptH\x00\x12\x32\n\x0bpaired_node\x18\x06 \x01(\x0b\x32\x1b.sessionstate.v1.PairedNodeH\x00\x42\x08\n\x06source\"\x1f\n\x0fLocalTranscript\x12\x0c\n\x04path\x18\x01 \x01(\t\"7\n\nPairedNode\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x18\n\x10newest_item_uuid\x18\x02 \x01(\t\"\x88\x01\n\rAdoptResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.StateEvent\x12\x0e\n\x06linked\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12+\n\x04link\x18\x04 \x01(\x0b\x32\x1d.sessionstate.v1.UpstreamLink\"\xab\x02\n\x0cUpstreamLink\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x12\n\ncatalog_id\x18\x02 \x01(\t\x12\x0f\n\x07host_id\x18\x03 \x01(\t\x12\x11\n\tthread_id\x18\x04 \x01(\t\x12\x0e\n\x06source\x18\x05 \x01(\t\x12\x0e\n\x06marker\x18\x06 \x01(\t\x12\x15\n\rmissed_checks\x18\x07 \x01(\x05\x12\x33\n\x0flast_scanned_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x19\n\x11last_scan_outcome\x18\n \x01(\t\"S\n\x13SetRunActiveRequest\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x0e\n\x06\x61\x63tive\x18\x02 \x01(\x08\"\x16\n\x14SetRunActiveResponse\"V\n\x18RecordOwnUserTextRequest\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x0c\n\x04text\x18\x02 \x01(\t\"\x1b\n\x19RecordOwnUserTextResponse\"t\n\x18ReportRemoteItemsRequest\x12,\n\x07session\x18\x01 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12*\n\x05items\x18\x02 \x03(\x0b\x32\x1b.sessionstate.v1.RemoteItem\"\x88\x01\n\nRemoteItem\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12-\n\x04kind\x18\x02 \x01(\x0e\x32\x1f.sessionstate.v1.RemoteItemKind\x12\x0c\n\x04text\x18\x03 \x01(\t\x12/\n\x0boccurred_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\\\n\x19ReportRemoteItemsResponse\x12\x13\n\x0bhuman_turns\x18\x01 \x01(\x05\x12*\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.StateEvent\"S\n\x18ListUpstreamLinksRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"b\n\x19ListUpstreamLinksResponse\x12,\n\x05links\x18\x01 \x03(\x0b\x32\x1d.sessionstate.v1.UpstreamLink\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x10\n\x0eScanNowRequest\"n\n\x0fScanNowResponse\x12\x15\n\rlinks_scanned\x18\x01 \x01(\x05\x12\x17\n\x0f\x65vents_recorded\x18\x02 \x01(\x05\x12\x12\n\nlinks_held\x18\x03 \x01(\x05\x12\x17\n\x0flinks_timed_out\x18\x04 \x01(\x05*\xb0\x01\n\x0eRemoteItemKind\x12 \n\x1cREMOTE_ITEM_KIND_UNSPECIFIED\x10\x00\x12!\n\x1dREMOTE_ITEM_KIND_USER_MESSAGE\x10\x01\x12\"\n\x1eREMOTE_ITEM_KIND_AGENT_MESSAGE\x10\x02\x12\x19\n\x15REMOTE_ITEM_KIND_TOOL\x10\x03\x12\x1a\n\x16REMOTE_ITEM_KIND_OTHER\x10\x04\x32\xc1\x04\n\x08Upstream\x12\x46\n\x05\x41\x64opt\x12\x1d.sessionstate.v1.AdoptRequest\x1a\x1e.sessionstate.v1.AdoptResponse\x12[\n\x0cSetRunActive\x12$.sessionstate.v1.SetRunActiveRequest\x1a%.sessionstate.v1.SetRunActiveResponse\x12j\n\x11RecordOwnUserText\x12).sessionstate.v1.RecordOwnUserTextRequest\x1a*.sessionstate.v1.RecordOwnUserTextResponse\x12j\n\x11ReportRemoteItems\x12).sessionstate.v1.ReportRemoteItemsRequest\x1a*.sessionstate.v1.ReportRemoteItemsResponse\x12j\n\x11ListUpstreamLinks\x12).sessionstate.v1.ListUpstreamLinksRequest\x1a*.sessionstate.v1.ListUpstreamLinksResponse\x12L\n\x07ScanNow\x12\x1f.sessionstate.v1.ScanNowRequest\x1a .sessionstate.v1.ScanNowResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'sessionstate.v1.upstream_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _REMOTEITEMKIND._serialized_start=1753
-  _REMOTEITEMKIND._serialized_end=1929
+  _REMOTEITEMKIND._serialized_start=1780
+  _REMOTEITEMKIND._serialized_end=1956
   _ADOPTREQUEST._serialized_start=114
   _ADOPTREQUEST._serialized_end=354
   _LOCALTRANSCRIPT._serialized_start=356
@@ -33,29 +33,29 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _ADOPTRESPONSE._serialized_start=447
   _ADOPTRESPONSE._serialized_end=583
   _UPSTREAMLINK._serialized_start=586
-  _UPSTREAMLINK._serialized_end=858
-  _SETRUNACTIVEREQUEST._serialized_start=860
-  _SETRUNACTIVEREQUEST._serialized_end=943
-  _SETRUNACTIVERESPONSE._serialized_start=945
-  _SETRUNACTIVERESPONSE._serialized_end=967
-  _RECORDOWNUSERTEXTREQUEST._serialized_start=969
-  _RECORDOWNUSERTEXTREQUEST._serialized_end=1055
-  _RECORDOWNUSERTEXTRESPONSE._serialized_start=1057
-  _RECORDOWNUSERTEXTRESPONSE._serialized_end=1084
-  _REPORTREMOTEITEMSREQUEST._serialized_start=1086
-  _REPORTREMOTEITEMSREQUEST._serialized_end=1202
-  _REMOTEITEM._serialized_start=1205
-  _REMOTEITEM._serialized_end=1341
-  _REPORTREMOTEITEMSRESPONSE._serialized_start=1343
-  _REPORTREMOTEITEMSRESPONSE._serialized_end=1435
-  _LISTUPSTREAMLINKSREQUEST._serialized_start=1437
-  _LISTUPSTREAMLINKSREQUEST._serialized_end=1520
-  _LISTUPSTREAMLINKSRESPONSE._serialized_start=1522
-  _LISTUPSTREAMLINKSRESPONSE._serialized_end=1620
-  _SCANNOWREQUEST._serialized_start=1622
-  _SCANNOWREQUEST._serialized_end=1638
-  _SCANNOWRESPONSE._serialized_start=1640
-  _SCANNOWRESPONSE._serialized_end=1750
-  _UPSTREAM._serialized_start=1932
-  _UPSTREAM._serialized_end=2509
+  _UPSTREAMLINK._serialized_end=885
+  _SETRUNACTIVEREQUEST._serialized_start=887
+  _SETRUNACTIVEREQUEST._serialized_end=970
+  _SETRUNACTIVERESPONSE._serialized_start=972
+  _SETRUNACTIVERESPONSE._serialized_end=994
+  _RECORDOWNUSERTEXTREQUEST._serialized_start=996
+  _RECORDOWNUSERTEXTREQUEST._serialized_end=1082
+  _RECORDOWNUSERTEXTRESPONSE._serialized_start=1084
+  _RECORDOWNUSERTEXTRESPONSE._serialized_end=1111
+  _REPORTREMOTEITEMSREQUEST._serialized_start=1113
+  _REPORTREMOTEITEMSREQUEST._serialized_end=1229
+  _REMOTEITEM._serialized_start=1232
+  _REMOTEITEM._serialized_end=1368
+  _REPORTREMOTEITEMSRESPONSE._serialized_start=1370
+  _REPORTREMOTEITEMSRESPONSE._serialized_end=1462
+  _LISTUPSTREAMLINKSREQUEST._serialized_start=1464
+  _LISTUPSTREAMLINKSREQUEST._serialized_end=1547
+  _LISTUPSTREAMLINKSRESPONSE._serialized_start=1549
+  _LISTUPSTREAMLINKSRESPONSE._serialized_end=1647
+  _SCANNOWREQUEST._serialized_start=1649
+  _SCANNOWREQUEST._serialized_end=1665
+  _SCANNOWRESPONSE._serialized_start=1667
+  _SCANNOWRESPONSE._serialized_end=1777
+  _UPSTREAM._serialized_start=1959
+  _UPSTREAM._serialized_end=2536
 # @@protoc_insertion_point(module_scope)

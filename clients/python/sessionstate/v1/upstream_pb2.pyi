@@ -142,10 +142,11 @@ class SetRunActiveResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class UpstreamLink(_message.Message):
-    __slots__ = ["catalog_id", "host_id", "last_scanned_at", "marker", "missed_checks", "session", "source", "thread_id", "updated_at"]
+    __slots__ = ["catalog_id", "host_id", "last_scan_outcome", "last_scanned_at", "marker", "missed_checks", "session", "source", "thread_id", "updated_at"]
     CATALOG_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_SCANNED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_SCAN_OUTCOME_FIELD_NUMBER: _ClassVar[int]
     MARKER_FIELD_NUMBER: _ClassVar[int]
     MISSED_CHECKS_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
@@ -154,6 +155,7 @@ class UpstreamLink(_message.Message):
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     catalog_id: str
     host_id: str
+    last_scan_outcome: str
     last_scanned_at: _timestamp_pb2.Timestamp
     marker: str
     missed_checks: int
@@ -161,7 +163,7 @@ class UpstreamLink(_message.Message):
     source: str
     thread_id: str
     updated_at: _timestamp_pb2.Timestamp
-    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., catalog_id: _Optional[str] = ..., host_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., source: _Optional[str] = ..., marker: _Optional[str] = ..., missed_checks: _Optional[int] = ..., last_scanned_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., catalog_id: _Optional[str] = ..., host_id: _Optional[str] = ..., thread_id: _Optional[str] = ..., source: _Optional[str] = ..., marker: _Optional[str] = ..., missed_checks: _Optional[int] = ..., last_scanned_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_scan_outcome: _Optional[str] = ...) -> None: ...
 
 class RemoteItemKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sessionstate/v1/reconcile.proto.
  */
 export const file_sessionstate_v1_reconcile: GenFile = /*@__PURE__*/
-  fileDesc("Ch9zZXNzaW9uc3RhdGUvdjEvcmVjb25jaWxlLnByb3RvEg9zZXNzaW9uc3RhdGUudjEigQEKFFNlc3Npb25TdGF0dXNSZXF1ZXN0EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIaCg1jaGFuZ2VzX3NpbmNlGAIgASgDSACIAQESDQoFbGltaXQYAyABKAVCEAoOX2NoYW5nZXNfc2luY2UikgEKFVNlc3Npb25TdGF0dXNSZXNwb25zZRIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSFQoNc3RhdGVfdmVyc2lvbhgCIAEoAxI0Cg1zdGF0ZV9jaGFuZ2VzGAMgASgLMh0uc2Vzc2lvbnN0YXRlLnYxLlN0YXRlQ2hhbmdlcyKIAQoMU3RhdGVDaGFuZ2VzEisKBmV2ZW50cxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TdGF0ZUV2ZW50EhMKC2hpc3RvcnlfZ2FwGAIgASgIEhEKCXRydW5jYXRlZBgDIAEoCBIjChtlYXJsaWVzdF9hdmFpbGFibGVfc2VxdWVuY2UYBCABKAMiTgoTTGlzdFNlc3Npb25zUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJiChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIxCghzZXNzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiswEKDlNlc3Npb25TdW1tYXJ5EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIVCg1zdGF0ZV92ZXJzaW9uGAIgASgDEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDnBydW5lZF90aHJvdWdoGAQgASgDEhQKDGhhc191cHN0cmVhbRgFIAEoCCJIChdHZXRTdGF0ZVZlcnNpb25zUmVxdWVzdBItCghzZXNzaW9ucxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmIk0KGEdldFN0YXRlVmVyc2lvbnNSZXNwb25zZRIxCgh2ZXJzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uVmVyc2lvbiJsCg5TZXNzaW9uVmVyc2lvbhIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSGgoNc3RhdGVfdmVyc2lvbhgCIAEoA0gAiAEBQhAKDl9zdGF0ZV92ZXJzaW9uIj4KFUxpc3ROYW1lc3BhY2VzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJoChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEjUKCm5hbWVzcGFjZXMYASADKAsyIS5zZXNzaW9uc3RhdGUudjEuTmFtZXNwYWNlU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkinAEKEE5hbWVzcGFjZVN1bW1hcnkSDAoEbmFtZRgBIAEoCRIQCghzZXNzaW9ucxgCIAEoAxIOCgZldmVudHMYAyABKAMSDwoHd2F0Y2hlcxgEIAEoAxIXCg9wZW5kaW5nX25vdGljZXMYBSABKAMSLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAylAMKCVJlY29uY2lsZRJeCg1TZXNzaW9uU3RhdHVzEiUuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25TdGF0dXNSZXF1ZXN0GiYuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25TdGF0dXNSZXNwb25zZRJbCgxMaXN0U2Vzc2lvbnMSJC5zZXNzaW9uc3RhdGUudjEuTGlzdFNlc3Npb25zUmVxdWVzdBolLnNlc3Npb25zdGF0ZS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJnChBHZXRTdGF0ZVZlcnNpb25zEiguc2Vzc2lvbnN0YXRlLnYxLkdldFN0YXRlVmVyc2lvbnNSZXF1ZXN0Gikuc2Vzc2lvbnN0YXRlLnYxLkdldFN0YXRlVmVyc2lvbnNSZXNwb25zZRJhCg5MaXN0TmFtZXNwYWNlcxImLnNlc3Npb25zdGF0ZS52MS5MaXN0TmFtZXNwYWNlc1JlcXVlc3QaJy5zZXNzaW9uc3RhdGUudjEuTGlzdE5hbWVzcGFjZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_sessionstate_v1_types]);
+  fileDesc("Ch9zZXNzaW9uc3RhdGUvdjEvcmVjb25jaWxlLnByb3RvEg9zZXNzaW9uc3RhdGUudjEigQEKFFNlc3Npb25TdGF0dXNSZXF1ZXN0EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIaCg1jaGFuZ2VzX3NpbmNlGAIgASgDSACIAQESDQoFbGltaXQYAyABKAVCEAoOX2NoYW5nZXNfc2luY2UikgEKFVNlc3Npb25TdGF0dXNSZXNwb25zZRIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSFQoNc3RhdGVfdmVyc2lvbhgCIAEoAxI0Cg1zdGF0ZV9jaGFuZ2VzGAMgASgLMh0uc2Vzc2lvbnN0YXRlLnYxLlN0YXRlQ2hhbmdlcyKIAQoMU3RhdGVDaGFuZ2VzEisKBmV2ZW50cxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TdGF0ZUV2ZW50EhMKC2hpc3RvcnlfZ2FwGAIgASgIEhEKCXRydW5jYXRlZBgDIAEoCBIjChtlYXJsaWVzdF9hdmFpbGFibGVfc2VxdWVuY2UYBCABKAMieAoTTGlzdFNlc3Npb25zUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRISCgprZXlfcHJlZml4GAQgASgJEhQKDHJlY2VudF9maXJzdBgFIAEoCCJiChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIxCghzZXNzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiswEKDlNlc3Npb25TdW1tYXJ5EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIVCg1zdGF0ZV92ZXJzaW9uGAIgASgDEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDnBydW5lZF90aHJvdWdoGAQgASgDEhQKDGhhc191cHN0cmVhbRgFIAEoCCJIChdHZXRTdGF0ZVZlcnNpb25zUmVxdWVzdBItCghzZXNzaW9ucxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmIk0KGEdldFN0YXRlVmVyc2lvbnNSZXNwb25zZRIxCgh2ZXJzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uVmVyc2lvbiJsCg5TZXNzaW9uVmVyc2lvbhIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSGgoNc3RhdGVfdmVyc2lvbhgCIAEoA0gAiAEBQhAKDl9zdGF0ZV92ZXJzaW9uIj4KFUxpc3ROYW1lc3BhY2VzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJoChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEjUKCm5hbWVzcGFjZXMYASADKAsyIS5zZXNzaW9uc3RhdGUudjEuTmFtZXNwYWNlU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkinAEKEE5hbWVzcGFjZVN1bW1hcnkSDAoEbmFtZRgBIAEoCRIQCghzZXNzaW9ucxgCIAEoAxIOCgZldmVudHMYAyABKAMSDwoHd2F0Y2hlcxgEIAEoAxIXCg9wZW5kaW5nX25vdGljZXMYBSABKAMSLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiFgoUR2V0U2VydmVySW5mb1JlcXVlc3Qi8QIKFUdldFNlcnZlckluZm9SZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgJEg8KB2JhY2tlbmQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRIaChJkYXRhYmFzZV9yZWFjaGFibGUYBCABKAgSLgoKc3RhcnRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoJcmV0ZW50aW9uGAYgASgLMh8uc2Vzc2lvbnN0YXRlLnYxLlJldGVudGlvblN0YXRlEjcKEHVwc3RyZWFtX21vbml0b3IYByABKAsyHS5zZXNzaW9uc3RhdGUudjEuTW9uaXRvclN0YXRlEjAKB21pbnV0ZXMYCCADKAsyHy5zZXNzaW9uc3RhdGUudjEuTWludXRlQWN0aXZpdHkSJwoGY2FsbGVyGAkgASgLMhcuc2Vzc2lvbnN0YXRlLnYxLkNhbGxlchIRCgluYW1lc3BhY2UYCiABKAkiswEKDlJldGVudGlvblN0YXRlEhYKDnJldGVudGlvbl9kYXlzGAEgASgFEhIKCm1heF9ldmVudHMYAiABKAMSMAoMbGFzdF9wYXNzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIgChhsYXN0X3Bhc3NfZXZlbnRzX3JlbW92ZWQYBCABKAMSIQoZbGFzdF9wYXNzX2N1cnNvcnNfcmVtb3ZlZBgFIAEoAyLcAQoMTW9uaXRvclN0YXRlEhMKC2ludGVydmFsX21zGAEgASgDEjAKDGxhc3RfdGlja19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHwoXbGFzdF90aWNrX2xpbmtzX3NjYW5uZWQYAyABKAUSIQoZbGFzdF90aWNrX2V2ZW50c19yZWNvcmRlZBgEIAEoBRIhChlsYXN0X3RpY2tfbGlua3NfdGltZWRfb3V0GAUgASgFEh4KFmxhc3RfdGlja19saW5rc19mYWlsZWQYBiABKAUigwEKDk1pbnV0ZUFjdGl2aXR5EioKBm1pbnV0ZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXBwZW5kcxgCIAEoAxIWCg5ub3RpY2VzX29wZW5lZBgDIAEoAxIcChRub3RpY2VzX2Fja25vd2xlZGdlZBgEIAEoAyJmCgZDYWxsZXISFQoNYXV0aGVudGljYXRlZBgBIAEoCBISCgp0b2tlbl9uYW1lGAIgASgJEg0KBWFkbWluGAMgASgIEg4KBmFnZW50cxgEIAMoCRISCgpuYW1lc3BhY2VzGAUgAygJMvQDCglSZWNvbmNpbGUSXgoNU2Vzc2lvblN0YXR1cxIlLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3RhdHVzUmVxdWVzdBomLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3RhdHVzUmVzcG9uc2USWwoMTGlzdFNlc3Npb25zEiQuc2Vzc2lvbnN0YXRlLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaJS5zZXNzaW9uc3RhdGUudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USZwoQR2V0U3RhdGVWZXJzaW9ucxIoLnNlc3Npb25zdGF0ZS52MS5HZXRTdGF0ZVZlcnNpb25zUmVxdWVzdBopLnNlc3Npb25zdGF0ZS52MS5HZXRTdGF0ZVZlcnNpb25zUmVzcG9uc2USYQoOTGlzdE5hbWVzcGFjZXMSJi5zZXNzaW9uc3RhdGUudjEuTGlzdE5hbWVzcGFjZXNSZXF1ZXN0Gicuc2Vzc2lvbnN0YXRlLnYxLkxpc3ROYW1lc3BhY2VzUmVzcG9uc2USXgoNR2V0U2VydmVySW5mbxIlLnNlc3Npb25zdGF0ZS52MS5HZXRTZXJ2ZXJJbmZvUmVxdWVzdBomLnNlc3Npb25zdGF0ZS52MS5HZXRTZXJ2ZXJJbmZvUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_sessionstate_v1_types]);
 
 /**
  * SessionStatusRequest asks for one session's status.
@@ -155,6 +155,23 @@ export type ListSessionsRequest = Message<"sessionstate.v1.ListSessionsRequest">
    * @generated from field: string page_token = 3;
    */
   pageToken: string;
+
+  /**
+   * Only sessions whose key starts with this prefix (compared lower-cased, as keys are stored), when set;
+   * the page is then ordered by key, then agent id. At most 512 characters.
+   *
+   * @generated from field: string key_prefix = 4;
+   */
+  keyPrefix: string;
+
+  /**
+   * Most recently changed first (by updated_at, then agent id, then key). A session that changes while
+   * a caller pages may be listed twice or not at all: this order is for a live view. Not with key_prefix
+   * (INVALID_ARGUMENT naming recent_first).
+   *
+   * @generated from field: bool recent_first = 5;
+   */
+  recentFirst: boolean;
 };
 
 /**
@@ -424,6 +441,304 @@ export const NamespaceSummarySchema: GenMessage<NamespaceSummary> = /*@__PURE__*
   messageDesc(file_sessionstate_v1_reconcile, 11);
 
 /**
+ * GetServerInfoRequest is empty: the namespace is the call's (the sessionstate-namespace header).
+ *
+ * @generated from message sessionstate.v1.GetServerInfoRequest
+ */
+export type GetServerInfoRequest = Message<"sessionstate.v1.GetServerInfoRequest"> & {
+};
+
+/**
+ * Describes the message sessionstate.v1.GetServerInfoRequest.
+ * Use `create(GetServerInfoRequestSchema)` to create a new message.
+ */
+export const GetServerInfoRequestSchema: GenMessage<GetServerInfoRequest> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_reconcile, 12);
+
+/**
+ * GetServerInfoResponse describes the server, the caller and the namespace's recent activity.
+ *
+ * @generated from message sessionstate.v1.GetServerInfoResponse
+ */
+export type GetServerInfoResponse = Message<"sessionstate.v1.GetServerInfoResponse"> & {
+  /**
+   * The server's version (its package version).
+   *
+   * @generated from field: string version = 1;
+   */
+  version: string;
+
+  /**
+   * The storage backend: "sqlite" or "postgres".
+   *
+   * @generated from field: string backend = 2;
+   */
+  backend: string;
+
+  /**
+   * This server's node id (--node-id).
+   *
+   * @generated from field: string node_id = 3;
+   */
+  nodeId: string;
+
+  /**
+   * Whether the server can reach its database now (always true for SQLite).
+   *
+   * @generated from field: bool database_reachable = 4;
+   */
+  databaseReachable: boolean;
+
+  /**
+   * When this server process started.
+   *
+   * @generated from field: google.protobuf.Timestamp started_at = 5;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * Retention's limits and its last pass on this server.
+   *
+   * @generated from field: sessionstate.v1.RetentionState retention = 6;
+   */
+  retention?: RetentionState | undefined;
+
+  /**
+   * The upstream monitor's period and its last tick on this server.
+   *
+   * @generated from field: sessionstate.v1.MonitorState upstream_monitor = 7;
+   */
+  upstreamMonitor?: MonitorState | undefined;
+
+  /**
+   * The namespace's activity on this server, one entry per minute for the last 60 minutes (oldest first,
+   * minutes without activity included), counted in memory since the process started.
+   *
+   * @generated from field: repeated sessionstate.v1.MinuteActivity minutes = 8;
+   */
+  minutes: MinuteActivity[];
+
+  /**
+   * The caller, as its token says.
+   *
+   * @generated from field: sessionstate.v1.Caller caller = 9;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * The namespace of the call.
+   *
+   * @generated from field: string namespace = 10;
+   */
+  namespace: string;
+};
+
+/**
+ * Describes the message sessionstate.v1.GetServerInfoResponse.
+ * Use `create(GetServerInfoResponseSchema)` to create a new message.
+ */
+export const GetServerInfoResponseSchema: GenMessage<GetServerInfoResponse> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_reconcile, 13);
+
+/**
+ * RetentionState is retention's configuration and its last pass on this server (SPEC §4). Each
+ * session's prune watermark is its SessionSummary.pruned_through.
+ *
+ * @generated from message sessionstate.v1.RetentionState
+ */
+export type RetentionState = Message<"sessionstate.v1.RetentionState"> & {
+  /**
+   * Events older than this many days are pruned.
+   *
+   * @generated from field: int32 retention_days = 1;
+   */
+  retentionDays: number;
+
+  /**
+   * Most events a namespace keeps.
+   *
+   * @generated from field: int64 max_events = 2;
+   */
+  maxEvents: bigint;
+
+  /**
+   * When the last pass on this server ended; absent when none has since the process started (on
+   * PostgreSQL, one replica at a time runs retention).
+   *
+   * @generated from field: google.protobuf.Timestamp last_pass_at = 3;
+   */
+  lastPassAt?: Timestamp | undefined;
+
+  /**
+   * Events removed by that pass.
+   *
+   * @generated from field: int64 last_pass_events_removed = 4;
+   */
+  lastPassEventsRemoved: bigint;
+
+  /**
+   * Cursors removed by that pass.
+   *
+   * @generated from field: int64 last_pass_cursors_removed = 5;
+   */
+  lastPassCursorsRemoved: bigint;
+};
+
+/**
+ * Describes the message sessionstate.v1.RetentionState.
+ * Use `create(RetentionStateSchema)` to create a new message.
+ */
+export const RetentionStateSchema: GenMessage<RetentionState> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_reconcile, 14);
+
+/**
+ * MonitorState is the upstream monitor's period and its last tick on this server (SPEC §8).
+ *
+ * @generated from message sessionstate.v1.MonitorState
+ */
+export type MonitorState = Message<"sessionstate.v1.MonitorState"> & {
+  /**
+   * How often the monitor ticks, in milliseconds.
+   *
+   * @generated from field: int64 interval_ms = 1;
+   */
+  intervalMs: bigint;
+
+  /**
+   * When the last tick on this server ended; absent when none has since the process started.
+   *
+   * @generated from field: google.protobuf.Timestamp last_tick_at = 2;
+   */
+  lastTickAt?: Timestamp | undefined;
+
+  /**
+   * Links that tick scanned.
+   *
+   * @generated from field: int32 last_tick_links_scanned = 3;
+   */
+  lastTickLinksScanned: number;
+
+  /**
+   * Events that tick recorded.
+   *
+   * @generated from field: int32 last_tick_events_recorded = 4;
+   */
+  lastTickEventsRecorded: number;
+
+  /**
+   * Links whose scan did not finish within its deadline.
+   *
+   * @generated from field: int32 last_tick_links_timed_out = 5;
+   */
+  lastTickLinksTimedOut: number;
+
+  /**
+   * Links whose scan failed (see the server's log).
+   *
+   * @generated from field: int32 last_tick_links_failed = 6;
+   */
+  lastTickLinksFailed: number;
+};
+
+/**
+ * Describes the message sessionstate.v1.MonitorState.
+ * Use `create(MonitorStateSchema)` to create a new message.
+ */
+export const MonitorStateSchema: GenMessage<MonitorState> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_reconcile, 15);
+
+/**
+ * MinuteActivity counts one minute of a namespace's activity on this server.
+ *
+ * @generated from message sessionstate.v1.MinuteActivity
+ */
+export type MinuteActivity = Message<"sessionstate.v1.MinuteActivity"> & {
+  /**
+   * The start of the minute.
+   *
+   * @generated from field: google.protobuf.Timestamp minute = 1;
+   */
+  minute?: Timestamp | undefined;
+
+  /**
+   * Events recorded (deduplicated and unwatched appends are not counted).
+   *
+   * @generated from field: int64 appends = 2;
+   */
+  appends: bigint;
+
+  /**
+   * Stale notices opened.
+   *
+   * @generated from field: int64 notices_opened = 3;
+   */
+  noticesOpened: bigint;
+
+  /**
+   * Notices acknowledged (AckNotices answers acknowledged=true).
+   *
+   * @generated from field: int64 notices_acknowledged = 4;
+   */
+  noticesAcknowledged: bigint;
+};
+
+/**
+ * Describes the message sessionstate.v1.MinuteActivity.
+ * Use `create(MinuteActivitySchema)` to create a new message.
+ */
+export const MinuteActivitySchema: GenMessage<MinuteActivity> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_reconcile, 16);
+
+/**
+ * Caller is who a call comes from, as its token says.
+ *
+ * @generated from message sessionstate.v1.Caller
+ */
+export type Caller = Message<"sessionstate.v1.Caller"> & {
+  /**
+   * False when the server runs without authentication (every caller may do everything).
+   *
+   * @generated from field: bool authenticated = 1;
+   */
+  authenticated: boolean;
+
+  /**
+   * The token's name in the tokens file (never the token).
+   *
+   * @generated from field: string token_name = 2;
+   */
+  tokenName: string;
+
+  /**
+   * True for an admin token.
+   *
+   * @generated from field: bool admin = 3;
+   */
+  admin: boolean;
+
+  /**
+   * The agents the token may act for (empty for an admin: all of them), ascending.
+   *
+   * @generated from field: repeated string agents = 4;
+   */
+  agents: string[];
+
+  /**
+   * The namespaces the token may use, ascending; empty when it may use every namespace.
+   *
+   * @generated from field: repeated string namespaces = 5;
+   */
+  namespaces: string[];
+};
+
+/**
+ * Describes the message sessionstate.v1.Caller.
+ * Use `create(CallerSchema)` to create a new message.
+ */
+export const CallerSchema: GenMessage<Caller> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_reconcile, 17);
+
+/**
  * Reconcile is the read side: exact "what changed since version V" answers. It never moves a cursor.
  *
  * @generated from service sessionstate.v1.Reconcile
@@ -442,7 +757,9 @@ export const Reconcile: GenService<{
     output: typeof SessionStatusResponseSchema;
   },
   /**
-   * ListSessions pages through sessions that have a head, ordered by agent id then key.
+   * ListSessions pages through sessions that have a head: ordered by agent id then key; by key then
+   * agent id with key_prefix; most recently changed first with recent_first. Each page is found through
+   * an index, whatever the namespace holds.
    *
    * @generated from rpc sessionstate.v1.Reconcile.ListSessions
    */
@@ -473,6 +790,19 @@ export const Reconcile: GenService<{
     methodKind: "unary";
     input: typeof ListNamespacesRequestSchema;
     output: typeof ListNamespacesResponseSchema;
+  },
+  /**
+   * GetServerInfo describes this server (version, backend, node id, database reachability, retention,
+   * the upstream monitor), who the caller is as its token says, and the activity of the call's namespace
+   * minute by minute as this server saw it: what an operator's console shows. Any caller admitted to the
+   * namespace may ask; it reads no table.
+   *
+   * @generated from rpc sessionstate.v1.Reconcile.GetServerInfo
+   */
+  getServerInfo: {
+    methodKind: "unary";
+    input: typeof GetServerInfoRequestSchema;
+    output: typeof GetServerInfoResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_sessionstate_v1_reconcile, 0);
