@@ -33,6 +33,7 @@ import { UpstreamMonitor } from "./upstream/upstream-monitor.js";
 import { ActivityByMinute } from "./activity-by-minute.js";
 import { packageVersion } from "./command-line.js";
 import type { ServerFacts } from "./services/server-info.js";
+import { loadConsoleFiles } from "./rpc/console-files.js";
 
 const dayMs = 24 * 60 * 60 * 1000;
 /** The rows of a retention step: the first of a run, and the bounds it is sized within (its time is the backend's). */
@@ -434,6 +435,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
         limits: { ...defaultHttpLimits, maxRequestBytes: config.maxRequestBytes, ...httpLimits },
         routes: (router) => rpcEdge.routes(router),
         serving: () => serving,
+        consoleFiles: loadConsoleFiles(),
       });
     } catch (err) {
       server.forceShutdown();

@@ -14,6 +14,7 @@ import { connectNodeAdapter, type ConnectNodeAdapterOptions } from "@connectrpc/
 
 type Fallback = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 import { peerKey } from "./connect-calls.js";
+import { consoleSecurityHeaders, type ConsoleFile } from "./console-files.js";
 
 /** The bounds of the HTTP port. */
 export interface HttpLimits {
@@ -50,6 +51,8 @@ export interface HttpPortOptions {
   routes: (router: ConnectRouter) => void;
   /** Whether the server is SERVING (for `/readyz`). */
   serving: () => boolean;
+  /** The console's files by path (rpc/console-files); empty when it was not built. */
+  consoleFiles: ReadonlyMap<string, ConsoleFile>;
 }
 
 /** A bound HTTP port. */
@@ -69,6 +72,19 @@ function plain(res: Parameters<Fallback>[1], status: number, text: string): void
   res.end(text);
 }
 
+/** Serves one of the console's files (GET or HEAD), revalidated by its ETag on every load. */
+function serveConsoleFile(req: Parameters<Fallback>[0], res: Parameters<Fallback>[1], file: ConsoleFile): void {
+  const headers = { ...consoleSecurityHeaders, "content-type": file.contentType, "cache-control": "no-cache", etag: file.etag };
+  if (req.headers["if-none-match"] === file.etag) {
+    res.writeHead(304, headers);
+    res.end();
+    return;
+  }
+  res.writeHead(200, { ...headers, "content-length": String(file.body.length) });
+  if (req.method === "HEAD") res.end();
+  else res.end(file.body);
+}
+
 /** Starts the HTTP port; rejects with the listen error (EADDRINUSE included). */
 export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort> {
   const { limits } = options;
@@ -81,6 +97,9 @@ export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort>
       const path = (req.url ?? "/").split("?")[0];
       if (req.method === "GET" && path === "/healthz") return plain(res, 200, "ok\n");
       if (req.method === "GET" && path === "/readyz") return options.serving() ? plain(res, 200, "serving\n") : plain(res, 503, "not serving\n");
+      const file = path === undefined ? undefined : options.consoleFiles.get(path);
+      if ((req.method === "GET" || req.method === "HEAD") && file !== undefined) return serveConsoleFile(req, res, file);
+      if (req.method === "GET" && path === "/") return plain(res, 404, "the console is not built: run npm run build\n");
       return plain(res, 404, "not found\n");
     },
   });

@@ -9,39 +9,21 @@ import { appendFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
-import { Client, credentials } from "@grpc/grpc-js";
-import { createServiceClient } from "../../clients/typescript/src/service-client.js";
 import { SessionStateClient, silentLogger } from "../../clients/typescript/src/session-state-client.js";
-import { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
-import { SignalLog } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import { EventKind } from "../../gen/sessionstate/v1/types_pb.js";
-import { Upstream } from "../../gen/sessionstate/v1/upstream_pb.js";
-import { Watch } from "../../gen/sessionstate/v1/watch_pb.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { hashToken } from "../../src/rpc/tokens.js";
 import { onBackend, skipBackend, testBackend, testCluster } from "../support/backend.js";
-import { assertStatus, goal, human, startTestServer, status, subscribe, tempDir, type TestServer } from "../support/helpers.js";
+import { assertStatus, connect, goal, human, startTestServer, status, subscribe, tempDir, type TestServer } from "../support/helpers.js";
 import { connectTestClient } from "../support/postgres-cluster.js";
 
 const W = "agent:main:main";
 const T = "agent:main:subagent:worker";
 const S = "agent:main:adopted";
 
-/** Clients of the four services on one connection, every call in `namespace` (none: the header is left out). */
+/** Clients of the four services on a connection of their own, every call in `namespace` (none: the header is left out). */
 function clientsIn(address: string, namespace: string | undefined, token?: string) {
-  const channel = new Client(address, credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1 });
-  const metadata: Record<string, string> = {};
-  if (namespace !== undefined) metadata["sessionstate-namespace"] = namespace;
-  if (token !== undefined) metadata.authorization = `Bearer ${token}`;
-  const defaults = { timeoutMs: 10_000, metadata };
-  return {
-    channel,
-    signalLog: createServiceClient(channel, SignalLog, defaults),
-    watch: createServiceClient(channel, Watch, defaults),
-    reconcile: createServiceClient(channel, Reconcile, defaults),
-    upstream: createServiceClient(channel, Upstream, defaults),
-    close: () => channel.close(),
-  };
+  return connect(address, { ownConnection: true, ...(namespace === undefined ? {} : { namespace }), ...(token === undefined ? {} : { token }) });
 }
 type Clients = ReturnType<typeof clientsIn>;
 

@@ -170,17 +170,22 @@ export function tempDir(): { dir: string; remove: () => void } {
 
 /**
  * Typed clients of the four services over one channel. `ownConnection` opens a connection of its own
- * (grpc-js otherwise shares one connection between channels to the same address).
+ * (grpc-js otherwise shares one connection between channels to the same address); `namespace` and
+ * `token` go out with every call (no namespace: the header is left out).
  */
-export function connect(address: string, { ownConnection = false } = {}) {
+export function connect(address: string, { ownConnection = false, namespace, token }: { ownConnection?: boolean; namespace?: string; token?: string } = {}) {
   const channel = new Client(address, credentials.createInsecure(), ownConnection ? { "grpc.use_local_subchannel_pool": 1 } : {});
   openChannels.set(channel, address);
+  const metadata: Record<string, string> = {};
+  if (namespace !== undefined) metadata["sessionstate-namespace"] = namespace;
+  if (token !== undefined) metadata.authorization = `Bearer ${token}`;
+  const defaults = { timeoutMs: 10_000, metadata };
   return {
     channel,
-    signalLog: createServiceClient(channel, SignalLog, { timeoutMs: 10_000 }),
-    watch: createServiceClient(channel, Watch, { timeoutMs: 10_000 }),
-    reconcile: createServiceClient(channel, Reconcile, { timeoutMs: 10_000 }),
-    upstream: createServiceClient(channel, Upstream, { timeoutMs: 10_000 }),
+    signalLog: createServiceClient(channel, SignalLog, defaults),
+    watch: createServiceClient(channel, Watch, defaults),
+    reconcile: createServiceClient(channel, Reconcile, defaults),
+    upstream: createServiceClient(channel, Upstream, defaults),
     close: () => {
       openChannels.delete(channel);
       channel.close();

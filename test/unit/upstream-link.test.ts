@@ -57,6 +57,7 @@ describe("links and scans", () => {
     assert.deepEqual(scanCommitOutcome({ recorded: true, deduplicated: false, event: recorded, stateVersion: 4, noticesOpened: 1 }), {
       committed: true,
       event: recorded,
+      noticesOpened: 1,
     });
   });
 

@@ -121,6 +121,18 @@ export {
   ListNamespacesResponseSchema,
   type NamespaceSummary,
   NamespaceSummarySchema,
+  type GetServerInfoRequest,
+  GetServerInfoRequestSchema,
+  type GetServerInfoResponse,
+  GetServerInfoResponseSchema,
+  type RetentionState,
+  RetentionStateSchema,
+  type MonitorState,
+  MonitorStateSchema,
+  type MinuteActivity,
+  MinuteActivitySchema,
+  type Caller,
+  CallerSchema,
   Reconcile,
 } from "./gen/sessionstate/v1/reconcile_pb.js";
 export {

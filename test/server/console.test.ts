@@ -1,0 +1,245 @@
+/**
+ * The console (SPEC §13.2, issue 36) in a real browser: Debian's chromium driven by playwright-core,
+ * against a real server with tokens, its data written through gRPC. It lists what was appended, shows a
+ * pair's L, N, M and notice text exactly as ListWatches has them, shows a notice live as an append opens it
+ * and marks it acknowledged after the ack, lets a token scoped to one namespace see nothing of another,
+ * and answers a bad token with a plain message. Each view is saved as a screenshot (SESSIONSTATE_SCREENSHOTS,
+ * default a temporary folder, printed). The page loads nothing from elsewhere and breaks none of its
+ * content security policy (every console error fails the test).
+ */
+import assert from "node:assert/strict";
+import { appendFileSync, existsSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { hashToken } from "../../src/rpc/tokens.js";
+import { connect, goal, human, startTestServer, tempDir, type Clients, type TestServer } from "../support/helpers.js";
+
+/** The browser: Debian's package (apt install chromium), or SESSIONSTATE_CHROMIUM. */
+const chromiumPath = process.env.SESSIONSTATE_CHROMIUM ?? "/usr/bin/chromium";
+const browserRequired = process.env.SESSIONSTATE_REQUIRE_BROWSER === "1";
+const noBrowser = `no browser at ${chromiumPath} (apt install chromium): the console's browser tests are skipped`;
+function skipWithoutBrowser(): false | string {
+  if (existsSync(chromiumPath)) return false;
+  if (browserRequired) throw new Error(`${noBrowser}, but SESSIONSTATE_REQUIRE_BROWSER=1 requires it`);
+  console.log(noBrowser);
+  return noBrowser;
+}
+
+const secrets = { admin: "console-admin-secret", teamA: "console-team-a-secret" };
+const W = "agent:main:main";
+const worker = (i: number): string => `agent:main:subagent:worker-${i}`;
+
+describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
+  const dir = tempDir();
+  const shots = process.env.SESSIONSTATE_SCREENSHOTS ?? join(tmpdir(), "sessionstate-console-screenshots");
+  let t: TestServer;
+  let base: string;
+  let admin: Clients;
+  let teamA: Clients;
+  let browser: Browser;
+  const consoleErrors: string[] = [];
+
+  /** A page with a fresh tab (its own sessionStorage) that records every console error and failed request. */
+  async function newPage(): Promise<Page> {
+    const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    page.on("console", (message) => {
+      if (message.type() === "error") consoleErrors.push(message.text());
+    });
+    page.on("pageerror", (error) => consoleErrors.push(error.message));
+    page.on("request", (request) => {
+      if (!request.url().startsWith(base)) consoleErrors.push(`request to elsewhere: ${request.url()}`);
+    });
+    return page;
+  }
+
+  /** Opens the console in a new tab and enters `token` in its form. */
+  async function signIn(token: string, hash = "#/"): Promise<Page> {
+    const page = await newPage();
+    await page.goto(`${base}/${hash}`);
+    await page.getByLabel("Token").fill(token);
+    await page.getByRole("button", { name: "Use this token" }).click();
+    return page;
+  }
+
+  const shoot = (page: Page, name: string): Promise<Buffer> => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+
+  before(async () => {
+    mkdirSync(shots, { recursive: true });
+    const tokensFile = join(dir.dir, "tokens.json");
+    writeFileSync(
+      tokensFile,
+      JSON.stringify({
+        tokens: [
+          { name: "operator", sha256: hashToken(secrets.admin), admin: true },
+          { name: "gateway-a", sha256: hashToken(secrets.teamA), agents: ["main"], namespaces: ["team-a"] },
+        ],
+      }),
+    );
+    const root = join(dir.dir, "transcripts");
+    mkdirSync(root);
+    const transcript = join(realpathSync(root), "adopted.jsonl");
+    writeFileSync(transcript, `${JSON.stringify({ type: "user", message: { role: "user", content: "first prompt" }, timestamp: "2026-12-01T11:00:00Z" })}\n`);
+    t = await startTestServer({ tokensFile, transcriptRoot: realpathSync(root), monitorIntervalMs: 86_400_000 });
+    base = `http://${t.server.httpAddress}`;
+    admin = connect(t.server.address, { token: secrets.admin });
+    teamA = connect(t.server.address, { token: secrets.teamA, namespace: "team-a" });
+    // The default namespace: a manager watching three workers, each changed a few times a minute apart,
+    // and an adopted session whose transcript a person wrote in.
+    for (let i = 1; i <= 3; i++) await admin.watch.watch({ watcherSessionKey: W, target: { key: worker(i) } });
+    for (let step = 0; step < 12; step++) {
+      t.clock.advance(47_000);
+      const i = (step % 3) + 1;
+      await admin.signalLog.append(step % 4 === 3 ? human(worker(i), { actorId: "alice" }) : goal(worker(i), { summary: `step ${step}: plan revised` }));
+    }
+    await admin.upstream.adopt({ session: { key: "agent:main:adopted" }, catalogId: "claude", hostId: "host-1", source: { case: "localTranscript", value: { path: transcript } } });
+    await admin.watch.watch({ watcherSessionKey: W, target: { key: "agent:main:adopted" } });
+    appendFileSync(transcript, `${JSON.stringify({ type: "user", message: { role: "user", content: "a person typed this" }, timestamp: "2026-12-01T12:05:00Z" })}\n`);
+    await admin.upstream.scanNow({});
+    // Namespace team-a: sessions of the same names, which the default namespace never sees.
+    await teamA.signalLog.append(goal("agent:main:team-a-only"));
+    browser = await chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox"] });
+    console.log(`screenshots in ${shots}`);
+  });
+
+  after(async () => {
+    await browser?.close();
+    admin?.close();
+    teamA?.close();
+    await t?.dispose();
+    dir.remove();
+  });
+
+  test("the first page asks for a token; a bad token gets a plain message and sees nothing", async () => {
+    const page = await newPage();
+    await page.goto(`${base}/`);
+    await page.getByRole("alert").filter({ hasText: "This server asks for a token." }).waitFor();
+    await shoot(page, "token");
+    await page.getByLabel("Token").fill("not-a-token");
+    await page.getByRole("button", { name: "Use this token" }).click();
+    await page.getByRole("alert").filter({ hasText: "The server did not accept the token. Enter a valid token to continue." }).waitFor();
+    assert.equal(await page.getByText(worker(1)).count(), 0);
+    await page.close();
+  });
+
+  test("the first page lists each namespace with its counts and its most recently changed sessions, appended through gRPC", async () => {
+    const page = await signIn(secrets.admin);
+    const card = page.getByRole("region", { name: "default" });
+    await card.getByRole("caption").filter({ hasText: "Most recently changed in default" }).waitFor();
+    const namespaces = await admin.reconcile.listNamespaces({});
+    const counts = namespaces.namespaces.find((n) => n.name === "default")!;
+    const facts = await card.locator("dl.facts").innerText();
+    assert.match(facts, new RegExp(`Sessions\\s+${counts.sessions}\\b`));
+    assert.match(facts, new RegExp(`Events\\s+${counts.events}\\b`));
+    assert.match(facts, new RegExp(`Pending notices\\s+${counts.pendingNotices}\\b`));
+    const recent = await admin.reconcile.listSessions({ recentFirst: true, pageSize: 5 });
+    const shown = await card.locator("tbody tr td:first-child").allInnerTexts();
+    assert.deepEqual(shown, recent.sessions.map((s) => s.session!.key));
+    await page.getByRole("region", { name: "team-a" }).getByText("agent:main:team-a-only").waitFor();
+    await shoot(page, "overview");
+    await page.close();
+  });
+
+  test("sessions are searched by key prefix, each view has its own address", async () => {
+    const page = await signIn(secrets.admin, "#/ns/default/sessions");
+    await page.getByLabel("Key starts with").fill("agent:main:subagent:");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.waitForURL(/#\/ns\/default\/sessions\?prefix=agent%3Amain%3Asubagent%3A/);
+    await page.getByRole("table").filter({ hasText: "Sessions whose key starts with" }).waitFor();
+    const keys = await page.locator("tbody tr td:first-child").allInnerTexts();
+    assert.deepEqual(keys, [worker(1), worker(2), worker(3)]);
+    await shoot(page, "sessions");
+    // The same address in another tab (the token entered again: it is kept per tab) shows the same page.
+    const again = await signIn(secrets.admin, new URL(page.url()).hash);
+    await again.getByRole("table").filter({ hasText: "Sessions whose key starts with" }).waitFor();
+    assert.deepEqual(await again.locator("tbody tr td:first-child").allInnerTexts(), keys);
+    await again.close();
+    await page.close();
+  });
+
+  test("a session shows its events on a time axis and its pairs with L, N, M and the exact notice text ListWatches has", async () => {
+    const page = await signIn(secrets.admin, `#/ns/default/session/main/${encodeURIComponent(worker(1))}`);
+    const pairs = page.getByRole("table").filter({ hasText: `Sessions watching ${worker(1)}` });
+    await pairs.waitFor();
+    const [cursor] = (await admin.watch.listWatches({ target: { key: worker(1) } })).cursors;
+    assert.ok(cursor !== undefined && cursor.pendingNoticeText !== "", "the worker's pair has a pending notice");
+    const cells = await pairs.locator("tbody tr").first().locator("td").allInnerTexts();
+    assert.deepEqual(cells, [W, "explicit", String(cursor.ackedVersion), String(cursor.notifiedVersion), String(cursor.materialVersion), "pending", cursor.pendingNoticeText]);
+    const status = await admin.reconcile.sessionStatus({ session: { key: worker(1) }, changesSince: 0n });
+    const events = status.stateChanges!.events;
+    assert.equal(await page.locator("svg.timeline .mark").count(), events.length);
+    const rows = await page.getByRole("table").filter({ hasText: "Events" }).locator("tbody tr td:first-child").allInnerTexts();
+    assert.deepEqual(rows, events.map((e) => String(e.sequence)).reverse());
+    await shoot(page, "session");
+    await page.close();
+  });
+
+  test("live: a notice opened by an append appears within a second, and is marked acknowledged after the ack", async () => {
+    const page = await signIn(secrets.admin, "#/ns/default/live");
+    await page.getByRole("status").filter({ hasText: "notices were pending" }).waitFor();
+    // Acknowledge the worker-4 pair's history first: a fresh pair, so its notice is the one this test opens.
+    await admin.watch.watch({ watcherSessionKey: W, target: { key: worker(4) } });
+    const appended = await admin.signalLog.append(goal(worker(4), { summary: "live change" }));
+    const openedAt = performance.now();
+    const row = page.locator("table.live tbody tr").filter({ hasText: worker(4) });
+    await row.waitFor({ timeout: 5000 });
+    const appearedMs = performance.now() - openedAt;
+    const [cursor] = (await admin.watch.listWatches({ watcherSessionKey: W, target: { key: worker(4) } })).cursors;
+    assert.deepEqual(await row.locator("td").allInnerTexts().then((cells) => cells.slice(1)), [
+      W,
+      worker(4),
+      String(cursor!.ackedVersion),
+      String(cursor!.notifiedVersion),
+      "pending",
+      cursor!.pendingNoticeText,
+    ]);
+    await shoot(page, "live-pending");
+    const ack = await admin.watch.ackNotices({ acks: [{ watcherSessionKey: W, target: { key: worker(4) }, notifiedVersion: appended.event!.sequence }] });
+    assert.equal(ack.results[0]?.acknowledged, true);
+    const ackedAt = performance.now();
+    await page.locator('table.live tbody tr[data-state="acknowledged"]').filter({ hasText: worker(4) }).waitFor({ timeout: 5000 });
+    const markedMs = performance.now() - ackedAt;
+    console.log(`live view: the notice appeared ${appearedMs.toFixed(0)} ms after the append; marked acknowledged ${markedMs.toFixed(0)} ms after the ack`);
+    assert.ok(appearedMs < 1000, `the notice appeared after ${appearedMs.toFixed(0)} ms`);
+    await page.locator("svg.minutes").waitFor();
+    await shoot(page, "live");
+    await page.close();
+  });
+
+  test("the server view: version, backend, node id, database, retention, and the monitor's links with their last outcome", async () => {
+    const page = await signIn(secrets.admin, "#/ns/default/server");
+    const links = page.getByRole("table").filter({ hasText: "Upstream links in default" });
+    await links.waitFor();
+    const info = await admin.reconcile.getServerInfo({});
+    const facts = await page.locator("dl.facts").first().innerText();
+    for (const [term, value] of [["Version", info.version], ["Backend", info.backend], ["Node id", info.nodeId], ["Database", "reachable"], ["Your token", "operator (admin)"]]) {
+      assert.match(facts, new RegExp(`${term}\\s+${value!.replace(/[.()]/g, "\\$&")}`));
+    }
+    assert.deepEqual(await links.locator("tbody tr").first().locator("td").allInnerTexts().then((cells) => [cells[0], cells[1], cells[5]]), [
+      "agent:main:adopted",
+      "claude",
+      "recorded",
+    ]);
+    await shoot(page, "server");
+    await page.close();
+  });
+
+  test("a token scoped to one namespace sees that namespace only: the other is neither listed nor readable", async () => {
+    const page = await signIn(secrets.teamA);
+    await page.getByRole("region", { name: "team-a" }).getByText("agent:main:team-a-only").waitFor();
+    assert.equal(await page.getByRole("region", { name: "default" }).count(), 0);
+    assert.equal(await page.getByText(worker(1)).count(), 0);
+    await page.goto(`${base}/#/ns/default/sessions`);
+    await page.getByRole("alert").filter({ hasText: 'Your token may not see this: namespace "default" is outside the scope of token "gateway-a"' }).waitFor();
+    assert.equal(await page.getByText(worker(1)).count(), 0);
+    await page.close();
+  });
+
+  test("the page broke no rule of its content security policy and asked nothing of any other origin", async () => {
+    const response = await fetch(`${base}/`);
+    assert.match(response.headers.get("content-security-policy") ?? "", /default-src 'none'; script-src 'self'/);
+    assert.equal(response.headers.get("x-frame-options"), "DENY");
+    assert.deepEqual(consoleErrors.filter((error) => !/the server responded with a status of 40[13]/.test(error)), []);
+  });
+});
