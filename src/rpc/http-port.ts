@@ -6,7 +6,7 @@
  * connections close, open connections are capped, headers are capped in size and count, and request bodies
  * past the limit are refused while they are read. Error pages never echo the request.
  */
-import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
+import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { createContextValues } from "@connectrpc/connect";
@@ -103,6 +103,17 @@ export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort>
       return plain(res, 404, "not found\n");
     },
   });
+  // A response written before its request was read whole (a body refused past the limit) closes the
+  // connection: the rest of the body is not read, so the connection cannot carry another request, and a
+  // client must be told so rather than find it reset on its next call.
+  const closeIfUnread = (req: IncomingMessage, res: ServerResponse): void => {
+    const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => typeof res;
+    res.writeHead = ((...args: unknown[]) => {
+      if (!req.complete) res.shouldKeepAlive = false;
+      return writeHead(...args);
+    }) as typeof res.writeHead;
+    handler(req, res);
+  };
   const serverOptions = {
     maxHeaderSize: maxHeaderBytes,
     headersTimeout: limits.headersTimeoutMs,
@@ -113,7 +124,7 @@ export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort>
   };
   const server: HttpServer =
     options.tls === undefined
-      ? createHttpServer(serverOptions, handler)
+      ? createHttpServer(serverOptions, closeIfUnread)
       : createHttpsServer(
           {
             ...serverOptions,
@@ -121,7 +132,7 @@ export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort>
             key: options.tls.keyPem,
             ...(options.tls.clientCaPem === undefined ? {} : { ca: options.tls.clientCaPem, requestCert: true, rejectUnauthorized: true }),
           },
-          handler,
+          closeIfUnread,
         );
   server.maxHeadersCount = maxHeaderCount;
   server.maxConnections = limits.maxConnections;

@@ -134,6 +134,7 @@ test("every command of README.md and the clients' READMEs works as written, agai
     block("README.md", "A client", "js"),
     block("README.md", "Install", "sh"),
     block("README.md", "Operator commands", "sh"),
+    block("README.md", "The console", "sh"),
     ...blocks.filter((b) => b.file === "clients/typescript/README.md"),
     block("clients/mcp/README.md", "@sessionstate/mcp", "sh"),
     ...blocks.filter((b) => b.file === "clients/python/README.md"),
@@ -151,6 +152,9 @@ test("every command of README.md and the clients' READMEs works as written, agai
   const scratch = tempDir();
   const port = await freePort();
   const address = `127.0.0.1:${port}`;
+  // The HTTP port on a free port too; the documents' lines name the default, 127.0.0.1:50052, and run with this one instead.
+  const httpAddress = `127.0.0.1:${await freePort()}`;
+  const onHttpPort = (line: string): string => line.replaceAll("127.0.0.1:50052", httpAddress);
   const { NODE_TEST_CONTEXT: _runner, ...inherited } = process.env;
   const env: NodeJS.ProcessEnv = {
     ...inherited,
@@ -190,9 +194,15 @@ test("every command of README.md and the clients' READMEs works as written, agai
     const ci = readFileSync(join(repoRoot, ".ci/run"), "utf8");
     assert.match(ci, /^npm ci /m, ".ci/run installs as `npm install` does, stricter");
     assert.match(ci, /^npm test$/m, ".ci/run runs `npm test`");
-    const started = await startLine(runIt[1]!, repoRoot, { ...env, SESSIONSTATE_LISTEN: address, SESSIONSTATE_DB: join(scratch.dir, "data/sessionstate.db") }, /^listening on /m, "stdout");
+    const started = await startLine(
+      runIt[1]!,
+      repoRoot,
+      { ...env, SESSIONSTATE_LISTEN: address, SESSIONSTATE_HTTP_LISTEN: httpAddress, SESSIONSTATE_DB: join(scratch.dir, "data/sessionstate.db") },
+      /^console on /m,
+      "stdout",
+    );
     server = started.child;
-    assert.match(started.output(), new RegExp(`^listening on ${address}$`, "m"));
+    assert.match(started.output(), new RegExp(`^listening on ${address}\nconsole on http://${httpAddress}/$`, "m"));
 
     // README.md, Operator commands: in order, on the new server; each exits 0 (tail until Ctrl-C).
     const operator = folder("operator");
@@ -212,6 +222,20 @@ test("every command of README.md and the clients' READMEs works as written, agai
     assert.match(outputs.get("sessionstate pending")!, /^agent:main:main -> agent:main:subagent:child \(agent main\) {2}L 1 {2}N 2 {2}M 2\n/);
     assert.match(outputs.get("sessionstate ack")!, /^acknowledged: agent:main:main on agent:main:subagent:child is caught up to version 2\n$/);
     assert.match(outputs.get("sessionstate token")!, /^[0-9a-f]{64}\n$/);
+
+    // README.md, The console: its curl lines against the HTTP port; then docs/api.md's HTTP examples, a
+    // unary call and a stream (buf curl, from the repository where it is installed, until the stream's synced).
+    const [readyz, namespaces, ...moreCurl] = commandLines(block("README.md", "The console", "sh")).map(onHttpPort);
+    assert.equal(moreCurl.length, 0);
+    assert.equal((await mustRun(readyz!, operator, env)).stdout, "serving\n");
+    assert.match((await mustRun(namespaces!, operator, env)).stdout, /^\{"namespaces":\[\{"name":"default","sessions":"1","events":"2","updatedAt":"[0-9TZ:.-]+"\}\]\}$/);
+    const apiBlocks = codeBlocks("docs/api.md").filter((b) => b.heading === "Over HTTP: curl, Connect and gRPC-Web");
+    assert.deepEqual(apiBlocks.map((b) => b.lang), ["sh", "sh"], "docs/api.md: a unary call, then a stream");
+    const joined = (b: Block): string => onHttpPort(b.text.replace(/\\\n\s*/g, "").trim());
+    assert.equal((await mustRun(joined(apiBlocks[0]!), operator, env)).stdout, '{"session":{"key":"agent:main:main","agentId":"main"},"stateChanges":{}}');
+    const stream = await startLine(joined(apiBlocks[1]!), repoRoot, env, /"synced"/, "stdout");
+    assert.match(stream.output(), /^\{\s*"synced": \{\}\s*\}/);
+    await stop(stream.child, "SIGINT");
 
     // README.md, A client: saved as it says, in the CommonJS project the client was installed in, run as it says.
     const snippet = block("README.md", "A client", "js");

@@ -122,7 +122,7 @@ describe("the HTTP port's bounds", () => {
     }
   });
 
-  test("a body over the request limit is refused RESOURCE_EXHAUSTED before it is read whole", async () => {
+  test("a body over the request limit is refused RESOURCE_EXHAUSTED before it is read whole, and the connection is closed", async () => {
     const socket = await rawConnection(server.httpAddress!);
     const closed = closedWithin(socket, 10_000);
     const declared = 64 * 1024 * 1024;
@@ -139,5 +139,24 @@ describe("the HTTP port's bounds", () => {
     await closed.catch(() => undefined);
     assert.match(answer, /^HTTP\/1\.1 429 /);
     assert.match(answer, /"code":"resource_exhausted"/);
+    // The rest of the body is never read, so the connection cannot carry another request: the answer says so.
+    assert.match(answer, /\r\nConnection: close\r\n/i);
   });
+});
+
+test("a replica that cannot reach its database is alive but not ready: /healthz 200, /readyz 503", async () => {
+  // Nothing listens on port 1: the replica starts, listens, and waits for its database.
+  const replica = await startServer(
+    { ...defaultConfig, dbPath: "postgres://sessionstate@127.0.0.1:1/none", listenHost: "127.0.0.1", listenPort: 0, logLevel: "silent" },
+    { logger: createLogger("silent") },
+  );
+  try {
+    const base = `http://${replica.httpAddress}`;
+    const health = await fetch(`${base}/healthz`);
+    assert.deepEqual([health.status, await health.text()], [200, "ok\n"]);
+    const ready = await fetch(`${base}/readyz`);
+    assert.deepEqual([ready.status, await ready.text()], [503, "not serving\n"]);
+  } finally {
+    await replica.close();
+  }
 });

@@ -137,6 +137,13 @@ async function table(protocol: Protocol): Promise<Record<string, Outcome>> {
     rows["ListWatches"] = await call(Watch, "listWatches", { watcherSessionKey: W }, main);
     rows["ListNamespaces"] = await call(Reconcile, "listNamespaces", {}, main);
     rows["ListNamespaces, team token"] = await call(Reconcile, "listNamespaces", {}, { authorization: `Bearer ${secrets.teamB}` });
+    rows["ListSessions, key prefix"] = await call(Reconcile, "listSessions", { agentId: "main", keyPrefix: "agent:main:sub" }, main);
+    rows["ListSessions, recent first"] = await call(Reconcile, "listSessions", { agentId: "main", recentFirst: true }, main);
+    rows["ListSessions, both"] = await call(Reconcile, "listSessions", { agentId: "main", recentFirst: true, keyPrefix: "a" }, main);
+    rows["GetServerInfo"] = await call(Reconcile, "getServerInfo", {}, main);
+    // Past the request limit (1 MiB): the same code; the wording is each transport's own (grpc-js, connect-es).
+    const oversized = await call(SignalLog, "append", { session: { key: C }, kind: EventKind.GOAL_CHANGED, actorType: ActorType.AGENT, summary: "x".repeat(2 << 20) }, main);
+    rows["Append, 2 MiB (code)"] = "code" in oversized ? { code: oversized.code, message: "" } : oversized;
     rows["AckNotices, stale"] = await call(Watch, "ackNotices", { acks: [{ watcherSessionKey: W, target: { key: C }, notifiedVersion: 1n }] }, main);
     rows["AckNotices"] = await call(Watch, "ackNotices", { acks: [{ watcherSessionKey: W, target: { key: C }, notifiedVersion: 2n }] }, main);
     rows["Prune"] = await call(SignalLog, "prune", {}, main);
@@ -168,6 +175,8 @@ test("every call gives the same answer over gRPC, Connect JSON, Connect binary a
     message: "missing bearer token: send the metadata authorization: Bearer <token> (the sessionstate commands read it from SESSIONSTATE_TOKEN or --token-file; the clients take a token option)",
   });
   assert.deepEqual(grpc["SessionStatus, changes_since -1"], { code: 3, message: "changes_since: must not be negative" });
+  assert.deepEqual(grpc["Append, 2 MiB (code)"], { code: 8, message: "" });
+  assert.deepEqual(grpc["ListSessions, both"], { code: 3, message: "recent_first: cannot be combined with key_prefix" });
   for (const protocol of ["connect-json", "connect-binary", "grpc-web"] as const) {
     const rows = await table(protocol);
     for (const row of Object.keys(grpc)) assert.deepEqual(rows[row], grpc[row], `${protocol}: ${row}`);
