@@ -181,6 +181,6 @@ export async function metricCount(port: number, series: string): Promise<number>
   return metricValue(await scrapeMetrics(port), series, 0);
 }
 
-/** How many calls of `method` the server answered OK. */
-export const okCalls = (port: number, method: string): Promise<number> =>
-  metricCount(port, `sessionstate_rpc_duration_seconds_count{method="${method}",code="OK",protocol="grpc"}`);
+/** How many calls of `method` the server answered OK (over gRPC, or `protocol`). */
+export const okCalls = (port: number, method: string, protocol: "grpc" | "connect" | "grpc-web" = "grpc"): Promise<number> =>
+  metricCount(port, `sessionstate_rpc_duration_seconds_count{method="${method}",code="OK",protocol="${protocol}"}`);

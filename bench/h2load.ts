@@ -41,14 +41,26 @@ export async function hasH2load(): Promise<boolean> {
   });
 }
 
-function runH2load(url: string, bodyPath: string, requests: number): Promise<{ requestsPerSec: number; succeeded: number }> {
+/** How a request goes out: its headers, and over HTTP/1.1 (`--h1`: one request at a time per connection) or HTTP/2. */
+export interface H2loadRequest {
+  headers: readonly string[];
+  http1: boolean;
+}
+
+/** A gRPC call (the body a gRPC frame: grpcBodyFile). */
+export const grpcCall: H2loadRequest = { headers: ["content-type: application/grpc", "te: trailers"], http1: false };
+/** A Connect unary call with a JSON body, over HTTP/1.1, as curl or a browser sends it. */
+export const connectJsonCall: H2loadRequest = { headers: ["content-type: application/json"], http1: true };
+
+function runH2load(url: string, bodyPath: string, requests: number, request: H2loadRequest): Promise<{ requestsPerSec: number; succeeded: number }> {
   const args = [
     "-n", String(requests),
-    "-c", String(h2loadShape.connections),
-    "-m", String(h2loadShape.streams),
+    // The same calls in flight either way: HTTP/1.1 carries one at a time per connection.
+    ...(request.http1
+      ? ["--h1", "-c", String(h2loadShape.connections * h2loadShape.streams)]
+      : ["-c", String(h2loadShape.connections), "-m", String(h2loadShape.streams)]),
     "-d", bodyPath,
-    "-H", "content-type: application/grpc",
-    "-H", "te: trailers",
+    ...request.headers.flatMap((header) => ["-H", header]),
     url,
   ];
   return new Promise((resolve, reject) => {
@@ -70,10 +82,10 @@ function runH2load(url: string, bodyPath: string, requests: number): Promise<{ r
  * Drives `url` (http://HOST:PORT/pkg.Service/Method) with the body in `bodyPath`: a warm-up run, then the
  * measured run, with the CPU of process `pid` (the server) taken around it.
  */
-export async function h2loadRate(url: string, bodyPath: string, pid: number): Promise<H2loadRun> {
-  await runH2load(url, bodyPath, h2loadShape.warmupRequests);
+export async function h2loadRate(url: string, bodyPath: string, pid: number, request: H2loadRequest = grpcCall): Promise<H2loadRun> {
+  await runH2load(url, bodyPath, h2loadShape.warmupRequests, request);
   const cpuBefore = cpuSeconds(pid);
-  const run = await runH2load(url, bodyPath, h2loadShape.requests);
+  const run = await runH2load(url, bodyPath, h2loadShape.requests, request);
   const serverCpuMsPer1000 = ((cpuSeconds(pid) - cpuBefore) * 1000 * 1000) / h2loadShape.requests;
   return { ...run, serverCpuMsPer1000 };
 }

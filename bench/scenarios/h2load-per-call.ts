@@ -6,7 +6,8 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { SessionStatusRequestSchema } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { connect, human } from "../../test/support/helpers.js";
 import { startEtcd } from "../etcd-peer.js";
-import { grpcBodyFile, h2loadRate, h2loadShape, hasH2load, type H2loadRun } from "../h2load.js";
+import { connectJsonCall, grpcBodyFile, grpcCall, h2loadRate, h2loadShape, hasH2load, type H2loadRequest, type H2loadRun } from "../h2load.js";
+import { writeFileSync } from "node:fs";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import Database from "better-sqlite3";
 import { median, spawnListening, type Listening } from "../lib.js";
@@ -14,9 +15,9 @@ import { freePort } from "../../test/support/process-helpers.js";
 import { root, rounds, work, results, row, sessionstate, metricCount, okCalls, appendRequests } from "../context.js";
 
 /** Medians over rounds of h2load runs; `check` proves afterwards that every call succeeded. */
-async function h2loadRounds(url: string, body: string, pid: number): Promise<H2loadRun & { calls: number }> {
+async function h2loadRounds(url: string, body: string, pid: number, request: H2loadRequest = grpcCall): Promise<H2loadRun & { calls: number }> {
   const runs: H2loadRun[] = [];
-  for (let r = 0; r < rounds; r++) runs.push(await h2loadRate(url, body, pid));
+  for (let r = 0; r < rounds; r++) runs.push(await h2loadRate(url, body, pid, request));
   if (runs.some((run) => run.succeeded !== h2loadShape.requests)) throw new Error(`h2load: HTTP errors at ${url}`);
   return {
     requestsPerSec: median(runs.map((run) => run.requestsPerSec)),
@@ -83,11 +84,14 @@ export async function h2loadPerCall(echo: Listening): Promise<void> {
   results.h2load_floor_cpu_ms_per_1000 = floor.serverCpuMsPer1000;
   results.h2load_floor_vs_echo = floor.requestsPerSec / echoRun.requestsPerSec;
 
-  const ours = async (durability: "normal" | "full", statusCache = true) => {
+  // The HTTP port is on (and idle during the gRPC rows) as by default; `httpPort: false` turns it off for the A/B.
+  const ours = async (durability: "normal" | "full", statusCache = true, httpPort = true) => {
     const metricsPort = await freePort();
-    const server = await sessionstate(`h2load-${durability}${statusCache ? "" : "-nocache"}`, [
+    const httpAddress = `127.0.0.1:${await freePort()}`;
+    const server = await sessionstate(`h2load-${durability}${statusCache ? "" : "-nocache"}${httpPort ? "" : "-nohttp"}`, [
       "--durability", durability,
       "--metrics-listen", `127.0.0.1:${metricsPort}`,
+      "--http-listen", httpPort ? httpAddress : "off",
       ...(statusCache ? [] : ["--status-cache-bytes", "0"]),
     ]);
     const clients = connect(server.address);
@@ -114,7 +118,14 @@ export async function h2loadPerCall(echo: Listening): Promise<void> {
       const fromCache = await metricCount(metricsPort, 'sessionstate_status_answers_total{source="cache"}');
       const expectedFromCache = statusCache ? status.calls - 1 : 0;
       if (fromCache !== expectedFromCache) throw new Error(`h2load SessionStatus: ${fromCache} answers from the cache, expected ${expectedFromCache}`);
-      return { append, status };
+      if (!httpPort || !statusCache) return { append, status };
+      // The same question as Connect JSON over HTTP/1.1 on the HTTP port, as curl asks it.
+      const jsonBody = join(work, "status.json");
+      writeFileSync(jsonBody, JSON.stringify({ session: { key: statusSession }, changesSince: "0" }));
+      const statusJson = await h2loadRounds(`http://${httpAddress}/sessionstate.v1.Reconcile/SessionStatus`, jsonBody, server.child.pid!, connectJsonCall);
+      const jsonOk = await okCalls(metricsPort, "/sessionstate.v1.Reconcile/SessionStatus", "connect");
+      if (jsonOk !== statusJson.calls) throw new Error(`h2load SessionStatus over Connect JSON: ${statusJson.calls} sent, ${jsonOk} answered OK`);
+      return { append, status, statusJson };
     } finally {
       clients.close();
       await server.stop();
@@ -136,6 +147,7 @@ export async function h2loadPerCall(echo: Listening): Promise<void> {
   };
 
   const normal = await ours("normal");
+  const withoutHttp = await ours("normal", true, false);
   const uncached = await ours("normal", false);
   const full = await ours("full");
   row("h2load", `Append: calls/s, server CPU ms per 1,000`, `${normal.append.requestsPerSec.toFixed(0)} / ${normal.append.serverCpuMsPer1000.toFixed(0)}`);
@@ -147,6 +159,26 @@ export async function h2loadPerCall(echo: Listening): Promise<void> {
   results.h2load_status_uncached_per_sec = uncached.status!.requestsPerSec;
   results.h2load_status_uncached_cpu_ms_per_1000 = uncached.status!.serverCpuMsPer1000;
   results.h2load_status_uncached_vs_echo = uncached.status!.requestsPerSec / echoRun.requestsPerSec;
+  // The HTTP port on and idle against off: it must not slow the gRPC port (issue 36).
+  results.h2load_append_http_off_per_sec = withoutHttp.append.requestsPerSec;
+  results.h2load_status_http_off_per_sec = withoutHttp.status!.requestsPerSec;
+  results.h2load_append_http_on_vs_off = normal.append.requestsPerSec / withoutHttp.append.requestsPerSec;
+  results.h2load_status_http_on_vs_off = normal.status!.requestsPerSec / withoutHttp.status!.requestsPerSec;
+  row(
+    "h2load",
+    "Append, SessionStatus with the HTTP port on and idle / off (throughput)",
+    `${Number(results.h2load_append_http_on_vs_off).toFixed(2)}, ${Number(results.h2load_status_http_on_vs_off).toFixed(2)} (off: ${withoutHttp.append.requestsPerSec.toFixed(0)}, ${withoutHttp.status!.requestsPerSec.toFixed(0)} calls/s)`,
+    "within noise",
+  );
+  const json = normal.statusJson!;
+  results.h2load_status_connect_json_per_sec = json.requestsPerSec;
+  results.h2load_status_connect_json_cpu_ms_per_1000 = json.serverCpuMsPer1000;
+  results.h2load_status_connect_json_vs_grpc = json.requestsPerSec / normal.status!.requestsPerSec;
+  row(
+    "h2load",
+    `SessionStatus, 20 events, Connect JSON over HTTP/1.1 (h2load --h1, ${h2loadShape.connections * h2loadShape.streams} connections): calls/s, CPU ms per 1,000; / gRPC's`,
+    `${json.requestsPerSec.toFixed(0)} / ${json.serverCpuMsPer1000.toFixed(0)}; ${Number(results.h2load_status_connect_json_vs_grpc).toFixed(2)}`,
+  );
   results.h2load_append_per_sec = normal.append.requestsPerSec;
   results.h2load_append_cpu_ms_per_1000 = normal.append.serverCpuMsPer1000;
   results.h2load_status_per_sec = normal.status!.requestsPerSec;
