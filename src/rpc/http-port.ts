@@ -108,8 +108,9 @@ export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort>
   // client must be told so rather than find it reset on its next call.
   const closeIfUnread = (req: IncomingMessage, res: ServerResponse): void => {
     const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => typeof res;
+    const hasBody = (req.headers["content-length"] ?? "0") !== "0" || req.headers["transfer-encoding"] !== undefined;
     res.writeHead = ((...args: unknown[]) => {
-      if (!req.complete) res.shouldKeepAlive = false;
+      if (hasBody && !req.complete) res.shouldKeepAlive = false;
       return writeHead(...args);
     }) as typeof res.writeHead;
     handler(req, res);

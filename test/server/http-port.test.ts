@@ -104,6 +104,30 @@ describe("the HTTP port's bounds", () => {
     }
   });
 
+  test("an idle kept-alive connection is closed once the keep-alive timeout passes", async () => {
+    const socket = await rawConnection(server.httpAddress!);
+    const closed = closedWithin(socket, 5000);
+    socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    const { ms, received } = await closed;
+    console.log(`idle connection closed ${ms.toFixed(0)} ms after its one request (keep-alive timeout ${limits.keepAliveTimeoutMs} ms)`);
+    assert.match(received, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.ok(ms >= limits.keepAliveTimeoutMs - 100 && ms < limits.keepAliveTimeoutMs + 1500, `closed after ${ms.toFixed(0)} ms`);
+  });
+
+  test("a client that sends its body a byte at a time is dropped once the request timeout passes", async () => {
+    const socket = await rawConnection(server.httpAddress!);
+    const closed = closedWithin(socket, 10_000);
+    socket.write("POST /sessionstate.v1.Reconcile/ListNamespaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n");
+    const drip = setInterval(() => socket.writable && socket.write(" "), 200);
+    try {
+      const { ms } = await closed;
+      console.log(`a body dripped a byte every 200 ms was dropped after ${ms.toFixed(0)} ms (request timeout ${limits.requestTimeoutMs} ms)`);
+      assert.ok(ms >= limits.requestTimeoutMs - 100 && ms < limits.requestTimeoutMs + 1500, `dropped after ${ms.toFixed(0)} ms`);
+    } finally {
+      clearInterval(drip);
+    }
+  });
+
   test("open connections are capped: past the cap a connection is closed at once, and one is taken again once a place is free", async () => {
     const held = await Promise.all(Array.from({ length: limits.maxConnections }, () => rawConnection(server.httpAddress!)));
     try {
