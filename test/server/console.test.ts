@@ -158,6 +158,27 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     await page.close();
   });
 
+  test("by keyboard alone: tab to the search field, type, press Enter; every field has its label", async () => {
+    const page = await signIn(secrets.admin, "#/ns/default/sessions");
+    await page.getByRole("button", { name: "Search" }).waitFor();
+    await page.locator("body").focus();
+    let tabs = 0;
+    while ((await page.evaluate(() => document.activeElement?.id)) !== "prefix") {
+      assert.ok(++tabs <= 20, "the search field is reached by Tab");
+      await page.keyboard.press("Tab");
+    }
+    await page.keyboard.type("agent:main:adopted");
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/prefix=agent%3Amain%3Aadopted/);
+    await page.getByRole("link", { name: "agent:main:adopted" }).waitFor();
+    // Each form field is named by a label (what a screen reader says).
+    const unlabeled = await page.evaluate(() =>
+      [...document.querySelectorAll("input, select")].filter((field) => (field as HTMLInputElement).labels?.length === 0).map((field) => field.outerHTML),
+    );
+    assert.deepEqual(unlabeled, []);
+    await page.close();
+  });
+
   test("a session shows its events on a time axis and its pairs with L, N, M and the exact notice text ListWatches has", async () => {
     const page = await signIn(secrets.admin, `#/ns/default/session/main/${encodeURIComponent(worker(1))}`);
     const pairs = page.getByRole("table").filter({ hasText: `Sessions watching ${worker(1)}` });
