@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { runProgram, spawnServer } from "../support/process-helpers.js";
+import { freePort, runProgram, spawnServer } from "../support/process-helpers.js";
 import { tempDir } from "../support/helpers.js";
 import { pack, repoRoot } from "./package-helpers.js";
 
@@ -31,14 +31,21 @@ test("npm install -g of the packed server (with the client and MCP packs) gives 
     // What was installed: the build and the contract, not the sources; no dev dependency.
     assert.equal(existsSync(join(installed, "dist/src/cli.js")), true);
     assert.equal(existsSync(join(installed, "proto/sessionstate/v1/signal_log.proto")), true);
+    for (const file of ["index.html", "app.js", "app.css"]) assert.equal(existsSync(join(installed, "dist/console", file)), true, `the console's ${file}`);
     for (const absent of ["src", "test", "node_modules/tsx", "node_modules/typescript", "node_modules/@bufbuild/buf"]) {
       assert.equal(existsSync(join(installed, absent)), false, absent);
     }
     const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as { dependencies: Record<string, string> };
     assert.equal(manifest.dependencies.tsx, undefined, "tsx is a dev dependency");
 
-    const server = await spawnServer(["--listen", "127.0.0.1:0", "--db", join(data.dir, "state.db")], {}, [], bin);
+    const httpPort = await freePort();
+    const server = await spawnServer(["--listen", "127.0.0.1:0", "--db", join(data.dir, "state.db"), "--http-listen", `127.0.0.1:${httpPort}`], {}, [], bin);
     try {
+      // The installed server serves its console, as built into the pack.
+      const page = await fetch(`http://127.0.0.1:${httpPort}/`);
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /<title>sessionstate console<\/title>/);
+      assert.equal((await fetch(`http://127.0.0.1:${httpPort}/app.js`)).status, 200);
       const status = await runProgram(bin, ["status", "--server", server.address, "agent:main:main"], data.dir);
       assert.equal(status.stdout, "session agent:main:main (agent main)\nstate version 0\n");
       // The installed `sessionstate mcp` answers an MCP client over stdio.

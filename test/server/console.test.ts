@@ -163,7 +163,8 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     await page.getByRole("button", { name: "Search" }).waitFor();
     await page.locator("body").focus();
     let tabs = 0;
-    while ((await page.evaluate(() => document.activeElement?.id)) !== "prefix") {
+    // (Expressions as text: they run in the page, whose DOM types the test's Node types do not have.)
+    while ((await page.evaluate<string | undefined>("document.activeElement?.id")) !== "prefix") {
       assert.ok(++tabs <= 20, "the search field is reached by Tab");
       await page.keyboard.press("Tab");
     }
@@ -172,9 +173,7 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     await page.waitForURL(/prefix=agent%3Amain%3Aadopted/);
     await page.getByRole("link", { name: "agent:main:adopted" }).waitFor();
     // Each form field is named by a label (what a screen reader says).
-    const unlabeled = await page.evaluate(() =>
-      [...document.querySelectorAll("input, select")].filter((field) => (field as HTMLInputElement).labels?.length === 0).map((field) => field.outerHTML),
-    );
+    const unlabeled = await page.evaluate<string[]>('[...document.querySelectorAll("input, select")].filter((field) => field.labels.length === 0).map((field) => field.outerHTML)');
     assert.deepEqual(unlabeled, []);
     await page.close();
   });
