@@ -158,7 +158,7 @@ export type ListSessionsRequest = Message<"sessionstate.v1.ListSessionsRequest">
 
   /**
    * Only sessions whose key starts with this prefix (compared lower-cased, as keys are stored), when set;
-   * the page is then ordered by key, then agent id. At most 512 characters.
+   * the page is then ordered by key, then agent id. At most 512 bytes of UTF-8.
    *
    * @generated from field: string key_prefix = 4;
    */
@@ -661,14 +661,15 @@ export type MinuteActivity = Message<"sessionstate.v1.MinuteActivity"> & {
   minute?: Timestamp | undefined;
 
   /**
-   * Events recorded (deduplicated and unwatched appends are not counted).
+   * Events recorded by Append, AppendBatch, ReportRemoteItems and the upstream monitor's scans (a
+   * deduplicated or unwatched append records none; Adopt's `adopted` event is not counted).
    *
    * @generated from field: int64 appends = 2;
    */
   appends: bigint;
 
   /**
-   * Stale notices opened.
+   * Stale notices opened by those events, and reopened by acknowledgements.
    *
    * @generated from field: int64 notices_opened = 3;
    */
