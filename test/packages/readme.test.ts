@@ -230,12 +230,22 @@ test("every command of README.md and the clients' READMEs works as written, agai
     assert.equal((await mustRun(readyz!, operator, env)).stdout, "serving\n");
     assert.match((await mustRun(namespaces!, operator, env)).stdout, /^\{"namespaces":\[\{"name":"default","sessions":"1","events":"2","updatedAt":"[0-9TZ:.-]+"\}\]\}$/);
     const apiBlocks = codeBlocks("docs/api.md").filter((b) => b.heading === "Over HTTP: curl, Connect and gRPC-Web");
-    assert.deepEqual(apiBlocks.map((b) => b.lang), ["sh", "sh"], "docs/api.md: a unary call, then a stream");
+    assert.deepEqual(apiBlocks.map((b) => b.lang), ["sh", "sh", "sh"], "docs/api.md: a unary call, then a stream with buf curl and with curl");
     const joined = (b: Block): string => onHttpPort(b.text.replace(/\\\n\s*/g, "").trim());
     assert.equal((await mustRun(joined(apiBlocks[0]!), operator, env)).stdout, '{"session":{"key":"agent:main:main","agentId":"main"},"stateChanges":{}}');
     const stream = await startLine(joined(apiBlocks[1]!), repoRoot, env, /"synced"/, "stdout");
     assert.match(stream.output(), /^\{\s*"synced": \{\}\s*\}/);
     await stop(stream.child, "SIGINT");
+    // A pipeline: run in a process group of its own, and ended as a whole once the first envelope came.
+    const piped = spawn("/bin/sh", ["-c", onHttpPort(apiBlocks[2]!.text)], { cwd: operator, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const pipedExited = once(piped, "exit");
+    let pipedOut = "";
+    piped.stdout.on("data", (chunk: Buffer) => (pipedOut += chunk.toString("latin1")));
+    const pipedDeadline = Date.now() + 30_000;
+    while (!pipedOut.includes('{"synced":{}}') && Date.now() < pipedDeadline && piped.exitCode === null) await sleep(50);
+    if (piped.exitCode === null) process.kill(-piped.pid!, "SIGTERM");
+    await pipedExited;
+    assert.equal(pipedOut, '\0\0\0\0\r{"synced":{}}');
 
     // README.md, A client: saved as it says, in the CommonJS project the client was installed in, run as it says.
     const snippet = block("README.md", "A client", "js");
