@@ -1,6 +1,6 @@
 /**
  * The console's files (SPEC §13.2), served by the HTTP port at `/`: built by `npm run build` into
- * `dist/console/` (console/README.md), read once at start-up and served from memory. Only the files built
+ * `dist/console/` (see console/README.md), read once at start-up and served from memory. Only the files built
  * are served, by exact path, so no request can name anything else; every answer carries a content security
  * policy that allows the console's own files and calls to this origin, and nothing from anywhere else.
  */
