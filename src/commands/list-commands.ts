@@ -40,25 +40,36 @@ export async function namespacesCommand(args: readonly string[], env: NodeJS.Pro
   });
 }
 
-export const sessionsUsage = `usage: sessionstate sessions [--agent A] [--limit N] [--page-token T] [--json]
+export const sessionsUsage = `usage: sessionstate sessions [--agent A] [--prefix P | --recent] [--limit N] [--page-token T] [--json]
 
 Lists the sessions of the namespace by agent id and key, with their state version, last change,
-pruned-through version and whether an upstream transcript is adopted. Shows the first 100 (--limit);
-when more follow, the last line says how to ask for them.
+pruned-through version and whether an upstream transcript is adopted; with --prefix only the keys that
+start with P (by key, then agent), with --recent the most recently changed first. Shows the first 100
+(--limit); when more follow, the last line says how to ask for them (with the same --prefix or --recent).
 
 ${connectionUsage}
 `;
 
 /** `sessionstate sessions`: a page of sessions of one namespace (or of one agent). */
 export async function sessionsCommand(args: readonly string[], env: NodeJS.ProcessEnv, out: NodeJS.WritableStream): Promise<number> {
-  const { values } = parseCommandArgs(args, { agent: { type: "string" }, limit: { type: "string" }, "page-token": { type: "string" }, json: { type: "boolean" } });
+  const { values } = parseCommandArgs(args, {
+    agent: { type: "string" },
+    prefix: { type: "string" },
+    recent: { type: "boolean" },
+    limit: { type: "string" },
+    "page-token": { type: "string" },
+    json: { type: "boolean" },
+  });
   const limit = Number(countFlag("--limit", values.limit) ?? 100n);
   if (limit === 0) throw new UsageError("--limit must be at least 1");
+  if (values.prefix !== undefined && values.recent === true) throw new UsageError("--prefix and --recent cannot be combined");
+  const order = { keyPrefix: values.prefix ?? "", recentFirst: values.recent === true };
+  const again = values.prefix !== undefined ? ` --prefix ${JSON.stringify(values.prefix)}` : values.recent === true ? " --recent" : "";
   return withClient(values, env, async (client) => {
     const rows: string[][] = [];
     let pageToken = values["page-token"] ?? "";
     do {
-      const page = await client.reconcile.listSessions({ agentId: values.agent ?? "", pageSize: Math.min(pageSize, limit - rows.length), pageToken });
+      const page = await client.reconcile.listSessions({ agentId: values.agent ?? "", ...order, pageSize: Math.min(pageSize, limit - rows.length), pageToken });
       if (values.json === true) out.write(jsonLine(ListSessionsResponseSchema, page));
       for (const summary of page.sessions) {
         const { session, stateVersion, updatedAt, prunedThrough, hasUpstream } = summary;
@@ -68,7 +79,7 @@ export async function sessionsCommand(args: readonly string[], env: NodeJS.Proce
     } while (pageToken !== "" && rows.length < limit);
     if (values.json !== true) {
       out.write(rows.length === 0 ? "no sessions\n" : table(["SESSION", "AGENT", "VERSION", "UPDATED", "PRUNED THROUGH", "UPSTREAM"], rows));
-      if (pageToken !== "") out.write(`… more sessions follow: sessionstate sessions --page-token ${pageToken}\n`);
+      if (pageToken !== "") out.write(`… more sessions follow: sessionstate sessions${again} --page-token ${pageToken}\n`);
     }
     return 0;
   });

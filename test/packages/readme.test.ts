@@ -113,6 +113,29 @@ async function startLine(line: string, cwd: string, env: NodeJS.ProcessEnv, read
   return { child, output: () => text.stdout + text.stderr };
 }
 
+/**
+ * Runs a line that does not end by itself in a process group of its own, until its standard output holds
+ * `first`; then ends the whole group and resolves with that output (read as bytes, one character each).
+ */
+async function untilFirstMessage(line: string, cwd: string, env: NodeJS.ProcessEnv, first: RegExp): Promise<string> {
+  const child = spawn("/bin/sh", ["-c", line], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const exited = once(child, "exit");
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("latin1")));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const deadline = Date.now() + 60_000;
+  while (!first.test(stdout) && Date.now() < deadline && child.exitCode === null) await sleep(50);
+  try {
+    process.kill(-child.pid!, "SIGTERM");
+  } catch {
+    // the group is gone already
+  }
+  await exited;
+  assert.match(stdout, first, `\`${line}\` printed no ${first}:\n${stdout}${stderr}`);
+  return stdout;
+}
+
 async function stop(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
   if (child.exitCode !== null) return child.exitCode;
   child.kill(signal);
@@ -233,19 +256,11 @@ test("every command of README.md and the clients' READMEs works as written, agai
     assert.deepEqual(apiBlocks.map((b) => b.lang), ["sh", "sh", "sh"], "docs/api.md: a unary call, then a stream with buf curl and with curl");
     const joined = (b: Block): string => onHttpPort(b.text.replace(/\\\n\s*/g, "").trim());
     assert.equal((await mustRun(joined(apiBlocks[0]!), operator, env)).stdout, '{"session":{"key":"agent:main:main","agentId":"main"},"stateChanges":{}}');
-    const stream = await startLine(joined(apiBlocks[1]!), repoRoot, env, /"synced"/, "stdout");
-    assert.match(stream.output(), /^\{\s*"synced": \{\}\s*\}/);
-    await stop(stream.child, "SIGINT");
-    // A pipeline: run in a process group of its own, and ended as a whole once the first envelope came.
-    const piped = spawn("/bin/sh", ["-c", onHttpPort(apiBlocks[2]!.text)], { cwd: operator, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    const pipedExited = once(piped, "exit");
-    let pipedOut = "";
-    piped.stdout.on("data", (chunk: Buffer) => (pipedOut += chunk.toString("latin1")));
-    const pipedDeadline = Date.now() + 30_000;
-    while (!pipedOut.includes('{"synced":{}}') && Date.now() < pipedDeadline && piped.exitCode === null) await sleep(50);
-    if (piped.exitCode === null) process.kill(-piped.pid!, "SIGTERM");
-    await pipedExited;
-    assert.equal(pipedOut, '\0\0\0\0\r{"synced":{}}');
+    // The streams do not end by themselves: each runs in a process group of its own (`npx` and a pipeline
+    // are several processes), ended as a whole once its first message came.
+    const bufStream = await untilFirstMessage(joined(apiBlocks[1]!), repoRoot, env, /"synced"/);
+    assert.match(bufStream, /^\{\s*"synced": \{\}\s*\}/);
+    assert.equal(await untilFirstMessage(onHttpPort(apiBlocks[2]!.text), operator, env, /\{"synced":\{\}\}/), '\0\0\0\0\r{"synced":{}}');
 
     // README.md, A client: saved as it says, in the CommonJS project the client was installed in, run as it says.
     const snippet = block("README.md", "A client", "js");

@@ -45,7 +45,9 @@ test("npm install -g of the packed server (with the client and MCP packs) gives 
       const page = await fetch(`http://127.0.0.1:${httpPort}/`);
       assert.equal(page.status, 200);
       assert.match(await page.text(), /<title>sessionstate console<\/title>/);
-      assert.equal((await fetch(`http://127.0.0.1:${httpPort}/app.js`)).status, 200);
+      const script = await fetch(`http://127.0.0.1:${httpPort}/app.js`);
+      assert.equal(script.status, 200);
+      assert.ok((await script.arrayBuffer()).byteLength > 10_000, "the console's script");
       const status = await runProgram(bin, ["status", "--server", server.address, "agent:main:main"], data.dir);
       assert.equal(status.stdout, "session agent:main:main (agent main)\nstate version 0\n");
       // The installed `sessionstate mcp` answers an MCP client over stdio.

@@ -258,6 +258,7 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
 
   test("the page broke no rule of its content security policy and asked nothing of any other origin", async () => {
     const response = await fetch(`${base}/`);
+    await response.text();
     assert.match(response.headers.get("content-security-policy") ?? "", /default-src 'none'; script-src 'self'/);
     assert.equal(response.headers.get("x-frame-options"), "DENY");
     assert.deepEqual(consoleErrors.filter((error) => !/the server responded with a status of 40[13]/.test(error)), []);

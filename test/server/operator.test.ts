@@ -103,6 +103,10 @@ describe("operator commands", () => {
         "NAMESPACE  SESSIONS  EVENTS  WATCHES  PENDING  LAST APPEND\ndefault    1         2       1        0        YYYY-MM-DDThh:mm:ss.sssZ\n",
         "",
       ]);
+      assert.deepEqual((await cli("sessions", "--prefix", "AGENT:MAIN:SUB"))[1].split("\n").slice(1), [`${C}  main   2        YYYY-MM-DDThh:mm:ss.sssZ  0               no`, ""]);
+      assert.deepEqual(await cli("sessions", "--prefix", "agent:ops:"), [0, "no sessions\n", ""]);
+      assert.deepEqual((await cli("sessions", "--recent"))[1].split("\n")[1]?.split(" ")[0], C);
+      assert.deepEqual(await cli("sessions", "--recent", "--prefix", "a"), [2, "", "sessionstate sessions: --prefix and --recent cannot be combined\nsee 'sessionstate sessions --help'\n"]);
       // Another namespace holds nothing of this one; the list of namespaces ignores --namespace.
       assert.deepEqual(await cli("sessions", "--namespace", "team-b"), [0, "no sessions\n", ""]);
       assert.equal((await cli("namespaces", "--namespace", "team-b"))[1].split("\n").length, 3);
