@@ -109,7 +109,7 @@ describe("sessionstate serve", () => {
       status: "usage: sessionstate status <key> [--agent A] [--since V] [--limit N] [--json]",
       tail: "usage: sessionstate tail (--watcher KEY | --prefix PREFIX)... [--ack] [--json]",
       namespaces: "usage: sessionstate namespaces [--json]",
-      sessions: "usage: sessionstate sessions [--agent A] [--limit N] [--page-token T] [--json]",
+      sessions: "usage: sessionstate sessions [--agent A] [--prefix P | --recent] [--limit N] [--page-token T] [--json]",
       events: "usage: sessionstate events <key> [--agent A] [--since V] [--limit N] [--json]",
       watches: "usage: sessionstate watches [--watcher KEY] [--target KEY [--agent A]] [--provenance P] [--pending] [--json]",
       pending: "usage: sessionstate pending [--watcher KEY] [--target KEY [--agent A]] [--json]",
