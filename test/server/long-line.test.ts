@@ -47,5 +47,8 @@ test("a 100 MiB line: one human turn, the marker past it, and a peak RSS that do
   );
   // Parsed whole, the longer line alone would take 100 MiB of bytes and 200 MiB as a string.
   assert.ok(result.growthMiB < 96, `peak RSS grew by ${result.growthMiB.toFixed(1)} MiB`);
-  assert.ok(result.growthMiB < small.growthMiB + 24, `${result.growthMiB.toFixed(1)} MiB for 100 MiB, ${small.growthMiB.toFixed(1)} MiB for 20 MiB`);
+  // Read whole, the longer line would cost at least its 80 MiB more of bytes over the shorter one's; a scan
+  // that streams costs about the same for both, give or take when the collector runs (Node 20 here: 41-45
+  // against 36-37 MiB; Node 24: 30-59 against 30-39, once 58.9 against 32.2 in CI). 48 tells them apart.
+  assert.ok(result.growthMiB < small.growthMiB + 48, `${result.growthMiB.toFixed(1)} MiB for 100 MiB, ${small.growthMiB.toFixed(1)} MiB for 20 MiB`);
 });
