@@ -42,18 +42,86 @@ export function routeMethods(router: ConnectRouter, methods: readonly Registered
   }
 }
 
+/** How connect-es words a request it cannot decode (JSON: quoting the input; binary: as INTERNAL). */
+const undecodable = /^(cannot decode message|parse binary)/;
+
 /**
- * A Connect request connect-es cannot decode is answered in its words, which quote the request ("cannot
- * decode message … from JSON: <the input>"), and a binary one as INTERNAL. Every handler of the router is
- * wrapped so that such an answer says what the gRPC port says of bytes it cannot decode:
- * INVALID_ARGUMENT `request: not a valid <type> message`, quoting nothing of the request.
+ * A stream's framed body (Connect streaming, gRPC-Web) with its last frame rewritten: the frames are
+ * passed on as they come, and the one with `endFlag` (Connect's end of stream, gRPC-Web's trailers) goes
+ * through `rewrite`.
+ */
+async function* withEndFrameRewritten(
+  body: AsyncIterable<Uint8Array>,
+  endFlag: number,
+  rewrite: (payload: Buffer) => Buffer,
+): AsyncIterable<Uint8Array> {
+  let pending = Buffer.alloc(0);
+  for await (const chunk of body) {
+    pending = Buffer.concat([pending, chunk]);
+    while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
+      const flags = pending[0]!;
+      const length = pending.readUInt32BE(1);
+      const payload = pending.subarray(5, 5 + length);
+      pending = pending.subarray(5 + length);
+      if ((flags & endFlag) === 0) {
+        yield Buffer.concat([Buffer.from([flags]), lengthBytes(length), payload]);
+        continue;
+      }
+      const rewritten = rewrite(payload);
+      yield Buffer.concat([Buffer.from([flags]), lengthBytes(rewritten.length), rewritten]);
+    }
+  }
+  if (pending.length > 0) yield pending;
+}
+
+function lengthBytes(length: number): Buffer {
+  const bytes = Buffer.alloc(4);
+  bytes.writeUInt32BE(length);
+  return bytes;
+}
+
+/** Connect's end-of-stream message, its error said as the gRPC port says it when the request did not decode. */
+function connectEndStream(payload: Buffer, answer: string): Buffer {
+  try {
+    const end = JSON.parse(payload.toString("utf8")) as { error?: { code?: unknown; message?: unknown } };
+    if (typeof end.error?.message !== "string" || !undecodable.test(end.error.message)) return payload;
+    return Buffer.from(JSON.stringify({ ...end, error: { code: "invalid_argument", message: answer } }), "utf8");
+  } catch {
+    return payload;
+  }
+}
+
+/** gRPC-Web's trailers, their status said as the gRPC port says it when the request did not decode. */
+function grpcWebTrailers(payload: Buffer, answer: string): Buffer {
+  const lines = payload.toString("latin1").split("\r\n").filter((line) => line !== "");
+  const message = lines.find((line) => line.toLowerCase().startsWith("grpc-message:"));
+  if (message === undefined || !undecodable.test(decodeURIComponent(message.slice(message.indexOf(":") + 1).trim()))) return payload;
+  const others = lines.filter((line) => !/^grpc-(status|message):/i.test(line));
+  return Buffer.from([...others, `grpc-status: ${GrpcStatus.INVALID_ARGUMENT}`, `grpc-message: ${encodeURIComponent(answer)}`, ""].join("\r\n"), "latin1");
+}
+
+/**
+ * A request connect-es cannot decode is answered in its words, which quote the request ("cannot decode
+ * message … from JSON: <the input>"), and a binary one as INTERNAL. Every handler of the router is wrapped
+ * so that such an answer says what the gRPC port says of bytes it cannot decode: INVALID_ARGUMENT
+ * `request: not a valid <type> message`, quoting nothing of the request: a Connect unary call's error
+ * body, a Connect stream's end-of-stream message, and gRPC-Web's trailers (unary and streams).
  */
 export function answerUndecodableAsTheGrpcPort(router: ConnectRouter): void {
   const handlers = router.handlers as UniversalHandler[];
   for (const [i, handler] of handlers.entries()) {
+    const answer = `request: not a valid ${handler.method.input.typeName} message`;
     const wrapped = async (request: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
       const response = await handler(request);
-      const json = response.header?.get("content-type")?.startsWith("application/json") === true;
+      const contentType = response.header?.get("content-type") ?? "";
+      const framed = contentType.startsWith("application/connect+") ? 0x02 : contentType.startsWith("application/grpc-web") ? 0x80 : undefined;
+      if (response.body !== undefined && framed !== undefined) {
+        const header = new Headers(response.header);
+        header.delete("content-length");
+        const rewrite = framed === 0x02 ? (payload: Buffer) => connectEndStream(payload, answer) : (payload: Buffer) => grpcWebTrailers(payload, answer);
+        return { ...response, header, body: withEndFrameRewritten(response.body, framed, rewrite) };
+      }
+      const json = contentType.startsWith("application/json");
       if (response.status < 400 || !json || response.body === undefined) return response;
       const chunks: Uint8Array[] = [];
       for await (const chunk of response.body) chunks.push(chunk);
@@ -64,11 +132,11 @@ export function answerUndecodableAsTheGrpcPort(router: ConnectRouter): void {
       } catch {
         message = undefined;
       }
-      if (typeof message !== "string" || !/^(cannot decode message|parse binary)/.test(message)) return { ...response, body: createAsyncIterable([bytes]) };
+      if (typeof message !== "string" || !undecodable.test(message)) return { ...response, body: createAsyncIterable([bytes]) };
       const header = new Headers(response.header);
       header.delete("content-length");
-      const answer = JSON.stringify({ code: "invalid_argument", message: `request: not a valid ${handler.method.input.typeName} message` });
-      return { ...response, status: 400, header, body: createAsyncIterable([new TextEncoder().encode(answer)]) };
+      const body = JSON.stringify({ code: "invalid_argument", message: answer });
+      return { ...response, status: 400, header, body: createAsyncIterable([new TextEncoder().encode(body)]) };
     };
     handlers[i] = Object.assign(wrapped, {
       protocolNames: handler.protocolNames,

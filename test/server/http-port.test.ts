@@ -88,6 +88,32 @@ describe("the HTTP port's bounds", () => {
     assert.deepEqual([empty.status, await empty.json()], [400, { code: "invalid_argument", message: "session.key: must not be empty" }]);
   });
 
+  test("a stream request, or a gRPC-Web one, that is not a message is INVALID_ARGUMENT too, quoting nothing of it", async () => {
+    const envelope = (payload: Buffer): Buffer => Buffer.concat([Buffer.from([0, 0, 0, 0, payload.length]), payload]);
+    const stream = `${base}/sessionstate.v1.Watch/SubscribeStaleNotices`;
+    const said = "request: not a valid sessionstate.v1.SubscribeStaleNoticesRequest message";
+    // Connect streams end with an envelope (flag 2) holding the error as JSON.
+    for (const [type, payload] of [
+      ["application/connect+json", Buffer.from('{"watcherKeyPrefixes":<script>}')],
+      ["application/connect+proto", Buffer.from([0xff, 0xff, 0xff])],
+    ] as const) {
+      const answer = Buffer.from(await (await fetch(stream, { method: "POST", headers: { "content-type": type }, body: envelope(payload) })).arrayBuffer());
+      assert.equal(answer[0], 2, `${type}: the end of the stream`);
+      assert.deepEqual(JSON.parse(answer.subarray(5).toString()), { error: { code: "invalid_argument", message: said } }, type);
+    }
+    // gRPC-Web carries the status in its trailers frame (flag 0x80), unary calls and streams alike.
+    for (const [url, message] of [
+      [stream, said],
+      [`${base}/sessionstate.v1.Reconcile/SessionStatus`, "request: not a valid sessionstate.v1.SessionStatusRequest message"],
+    ] as const) {
+      const answer = Buffer.from(
+        await (await fetch(url, { method: "POST", headers: { "content-type": "application/grpc-web+proto" }, body: envelope(Buffer.from([0xff, 0xff, 0xff])) })).arrayBuffer(),
+      );
+      assert.equal(answer[0], 0x80, `${url}: trailers`);
+      assert.equal(answer.subarray(5).toString(), `grpc-status: 3\r\ngrpc-message: ${encodeURIComponent(message)}\r\n`, url);
+    }
+  });
+
   test("a client that sends its headers a byte at a time is dropped once the headers timeout passes", async () => {
     const socket = await rawConnection(server.httpAddress!);
     const closed = closedWithin(socket, 10_000);
