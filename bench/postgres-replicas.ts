@@ -68,7 +68,8 @@ export async function postgresReplicas(ctx: BenchContext): Promise<void> {
     const schema = `bench${++schemas}`;
     const servers: Listening[] = [];
     for (let i = 0; i < count; i++) {
-      servers.push(await serve(["--db", cluster.url, "--db-schema", schema, "--listen", listen[i] ?? "127.0.0.1:0", ...(extra[i] ?? [])]));
+      // A named gRPC port's next one is not known to be free: the HTTP port takes a free one.
+      servers.push(await serve(["--db", cluster.url, "--db-schema", schema, "--listen", listen[i] ?? "127.0.0.1:0", "--http-listen", "127.0.0.1:0", ...(extra[i] ?? [])]));
     }
     return servers;
   };
@@ -252,7 +253,7 @@ export async function postgresReplicas(ctx: BenchContext): Promise<void> {
       }
     })().catch(() => undefined);
     while (syncs < 1) await sleep(10);
-    const survivor = await serve(["--db", cluster.url, "--db-schema", schema, "--listen", `127.0.0.1:${ports[1]}`]);
+    const survivor = await serve(["--db", cluster.url, "--db-schema", schema, "--listen", `127.0.0.1:${ports[1]}`, "--http-listen", "127.0.0.1:0"]);
     await sleep(1500); // the client connects to the survivor too
     let appending = true;
     let firstAfterKill = 0;

@@ -76,6 +76,7 @@ export async function streams(): Promise<void> {
     "serve",
     "--db", join(work, "streams.db"),
     "--listen", `127.0.0.1:${port}`,
+    "--http-listen", "127.0.0.1:0",
     "--log-level", "warn",
     "--max-streams-per-connection", String(streamCount + 100),
     "--max-streams", String(streamCount + 100),

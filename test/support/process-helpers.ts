@@ -60,7 +60,10 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd?: 
  * launcher unless another (an installed package's) is given.
  */
 export async function spawnServer(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = [], bin = binPath): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, bin, "serve", ...args], {
+  // The HTTP port defaults to the gRPC port's next one, which a free port picked for gRPC does not make
+  // free too (two picked ports may even be neighbours): unless a test names it, it takes a free port of its own.
+  const http = args.includes("--http-listen") || env.SESSIONSTATE_HTTP_LISTEN !== undefined ? [] : ["--http-listen", "127.0.0.1:0"];
+  const child = spawn(process.execPath, [...nodeArgs, bin, "serve", ...args, ...http], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -44,7 +44,8 @@ class Server:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            ["node", BIN, "serve", "--listen", self.address, "--db", os.path.join(self.dir, "state.db")],
+            # The HTTP port (by default the next port, which nothing made free) on a free port of its own.
+            ["node", BIN, "serve", "--listen", self.address, "--http-listen", "127.0.0.1:0", "--db", os.path.join(self.dir, "state.db")],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
