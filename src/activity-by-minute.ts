@@ -13,6 +13,11 @@ export interface MinuteCounts {
 }
 
 const minuteMs = 60_000;
+
+/** A minute with nothing counted yet. */
+function quietMinute(minute: number): MinuteCounts {
+  return { minuteMs: minute, appends: 0, noticesOpened: 0, noticesAcknowledged: 0 };
+}
 /** Minutes kept: the last hour. */
 export const minutesKept = 60;
 
@@ -44,7 +49,7 @@ export class ActivityByMinute {
     const slot = (minute / minuteMs) % minutesKept;
     let counts = ring[slot];
     if (counts === undefined || counts.minuteMs !== minute) {
-      counts = { minuteMs: minute, appends: 0, noticesOpened: 0, noticesAcknowledged: 0 };
+      counts = quietMinute(minute);
       ring[slot] = counts;
     }
     counts[kind] += n;
@@ -58,7 +63,7 @@ export class ActivityByMinute {
     for (let i = minutesKept - 1; i >= 0; i--) {
       const minute = now - i * minuteMs;
       const counts = ring[(minute / minuteMs) % minutesKept];
-      minutes.push(counts !== undefined && counts.minuteMs === minute ? { ...counts } : { minuteMs: minute, appends: 0, noticesOpened: 0, noticesAcknowledged: 0 });
+      minutes.push(counts !== undefined && counts.minuteMs === minute ? { ...counts } : quietMinute(minute));
     }
     return minutes;
   }

@@ -46,32 +46,34 @@ export function routeMethods(router: ConnectRouter, methods: readonly Registered
 const undecodable = /^(cannot decode message|parse binary)/;
 
 /**
- * A stream's framed body (Connect streaming, gRPC-Web) with its last frame rewritten: the frames are
- * passed on as they come, and the one with `endFlag` (Connect's end of stream, gRPC-Web's trailers) goes
- * through `rewrite`.
+ * A stream's framed body (Connect streaming, gRPC-Web) whose first frame goes through `rewrite` when it is
+ * the end frame (`endFlag`: Connect's end of stream, gRPC-Web's trailers), as it is when a request did not
+ * decode. Once the first frame has passed, the rest of the body (a stream's notices) goes on untouched.
  */
-async function* withEndFrameRewritten(
+async function* withFirstEndFrameRewritten(
   body: AsyncIterable<Uint8Array>,
   endFlag: number,
   rewrite: (payload: Buffer) => Buffer,
 ): AsyncIterable<Uint8Array> {
-  let pending = Buffer.alloc(0);
+  let head: Buffer | undefined = Buffer.alloc(0);
   for await (const chunk of body) {
-    pending = Buffer.concat([pending, chunk]);
-    while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
-      const flags = pending[0]!;
-      const length = pending.readUInt32BE(1);
-      const payload = pending.subarray(5, 5 + length);
-      pending = pending.subarray(5 + length);
-      if ((flags & endFlag) === 0) {
-        yield Buffer.concat([Buffer.from([flags]), lengthBytes(length), payload]);
-        continue;
-      }
-      const rewritten = rewrite(payload);
-      yield Buffer.concat([Buffer.from([flags]), lengthBytes(rewritten.length), rewritten]);
+    if (head === undefined) {
+      yield chunk;
+      continue;
     }
+    head = Buffer.concat([head, chunk]);
+    if (head.length < 5 || head.length < 5 + head.readUInt32BE(1)) continue;
+    const flags = head[0]!;
+    const length = head.readUInt32BE(1);
+    if ((flags & endFlag) === 0) {
+      yield head;
+    } else {
+      const rewritten = rewrite(head.subarray(5, 5 + length));
+      yield Buffer.concat([Buffer.from([flags]), lengthBytes(rewritten.length), rewritten, head.subarray(5 + length)]);
+    }
+    head = undefined;
   }
-  if (pending.length > 0) yield pending;
+  if (head !== undefined && head.length > 0) yield head;
 }
 
 function lengthBytes(length: number): Buffer {
@@ -119,7 +121,7 @@ export function answerUndecodableAsTheGrpcPort(router: ConnectRouter): void {
         const header = new Headers(response.header);
         header.delete("content-length");
         const rewrite = framed === 0x02 ? (payload: Buffer) => connectEndStream(payload, answer) : (payload: Buffer) => grpcWebTrailers(payload, answer);
-        return { ...response, header, body: withEndFrameRewritten(response.body, framed, rewrite) };
+        return { ...response, header, body: withFirstEndFrameRewritten(response.body, framed, rewrite) };
       }
       const json = contentType.startsWith("application/json");
       if (response.status < 400 || !json || response.body === undefined) return response;
