@@ -1,6 +1,6 @@
 import { CommandFailure, UsageError } from "./commands/connection.js";
 import { operatorCommands } from "./commands/registry.js";
-import { ConfigError, loadConfig, settingsUsage } from "./config.js";
+import { ConfigError, isLoopbackHost, loadConfig, settingsUsage } from "./config.js";
 import { asksForHelp, asksForVersion, packageVersion } from "./command-line.js";
 import { createLogger } from "./logger.js";
 import { startServer } from "./server.js";
@@ -148,7 +148,14 @@ async function serve(args: readonly string[]): Promise<number> {
     return 1;
   }
   process.stdout.write(`listening on ${server.address}\n`);
-  if (server.httpAddress !== undefined) process.stdout.write(`console on ${config.tls === undefined ? "http" : "https"}://${server.httpAddress}/\n`);
+  if (server.httpAddress !== undefined) {
+    process.stdout.write(`console on ${config.tls === undefined ? "http" : "https"}://${server.httpAddress}/\n`);
+    // Off loopback, a name clients use (a DNS name, a proxy's) must be configured, or they get 421.
+    const httpHost = server.httpAddress.replace(/:\d+$/u, "").replace(/^\[(.*)\]$/u, "$1");
+    if (!isLoopbackHost(httpHost) && config.httpAllowedHosts.length === 0) {
+      process.stdout.write(`the HTTP port answers only to ${server.httpHostNames.join(", ")}; name others with --http-allowed-hosts\n`);
+    }
+  }
 
   return new Promise<number>((resolve) => {
     let stopping = false;

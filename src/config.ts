@@ -8,6 +8,7 @@ import type { Durability } from "./store/store.js";
 import { isValidSchemaName } from "./store/postgres/migrations.js";
 import { isPostgresUrl, parsePostgresUrl } from "./store/postgres/postgres-url.js";
 import { TokenRegistry } from "./rpc/tokens.js";
+import { allowedHostProblem } from "./rpc/allowed-hosts.js";
 import { defaultSyntheticPrefixes } from "./upstream/claude-classifier.js";
 import { defaultSkimLimits } from "./upstream/json-skim.js";
 
@@ -52,6 +53,8 @@ export interface Config {
    * address's host and the next port (a free port when the gRPC port is 0). See `httpAddress`.
    */
   httpListen: { host: string; port: number } | "off" | undefined;
+  /** Names the HTTP port answers to besides its own address's (SPEC §13.1; rpc/allowed-hosts). */
+  httpAllowedHosts: readonly string[];
   /** Largest request message accepted. */
   maxRequestBytes: number;
   /** Bytes of encoded SessionStatus answers kept for repeated questions; 0: none. */
@@ -84,6 +87,7 @@ export const defaultConfig: Readonly<Config> = {
   insecureBind: false,
   metricsListen: undefined,
   httpListen: undefined,
+  httpAllowedHosts: [],
   maxRequestBytes: 1024 * 1024,
   statusCacheBytes: 16 * 1024 * 1024,
   sqliteCacheBytes: 32 * 1024 * 1024,
@@ -409,6 +413,21 @@ export const settings: readonly Setting[] = [
       "the API over HTTP (Connect, JSON or binary, and gRPC-Web), `/healthz`, `/readyz` and the console at `/`; `serve` prints `console on http://HOST:PORT/`; `off` turns it off",
     read: (text, config) =>
       text.trim().toLowerCase() === "off" ? ((config.httpListen = "off"), undefined) : parsed(addressOf(text), (address) => (config.httpListen = address)),
+  },
+  {
+    flag: "http-allowed-hosts",
+    value: "NAME[,NAME]",
+    env: "SESSIONSTATE_HTTP_ALLOWED_HOSTS",
+    shownDefault: { text: "none", literal: false },
+    meaning:
+      "names the HTTP port answers to besides its own address (and, on loopback, `localhost`, `127.0.0.1` and `[::1]`), each `host` (any port) or `host:PORT`; a request addressed to any other name is `421`, and one from a page of another origin `403` (protection against DNS rebinding)",
+    read: (text, config) => {
+      const names = text.split(",").map((name) => name.trim().toLowerCase()).filter((name) => name !== "");
+      const problems = names.map(allowedHostProblem).filter((problem) => problem !== undefined);
+      if (problems.length > 0) return problems.join("; ");
+      config.httpAllowedHosts = names;
+      return undefined;
+    },
   },
   integerSetting("max-request-bytes", "maxRequestBytes", 1024, 64 * 1024 * 1024, "larger requests are `RESOURCE_EXHAUSTED`"),
   integerSetting(

@@ -138,6 +138,24 @@ export class Metrics {
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });
+  readonly httpRefusals = new Counter({
+    name: "sessionstate_http_refused_total",
+    help: "HTTP port requests refused before anything was read, by reason: host (addressed to a name the port does not answer to: 421) or origin (sent by a page of another origin: 403).",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly hookCalls = new Counter({
+    name: "sessionstate_hook_calls_total",
+    help: "Calls of the CLIs' hooks (POST /hooks/<cli>), by cli and outcome: matched (it named an adopted link, scanned now), unmatched (well-formed, it named none), refused (a bad body or token).",
+    labelNames: ["cli", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly hookToEvent = new Histogram({
+    name: "sessionstate_hook_to_event_seconds",
+    help: "From a hook call to the human_direct_message its scan recorded.",
+    buckets: [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5],
+    registers: [this.registry],
+  });
 
   constructor(sources: MetricsSources) {
     const registry = this.registry;

@@ -34,6 +34,8 @@ import { ActivityByMinute } from "./activity-by-minute.js";
 import { packageVersion } from "./command-line.js";
 import type { ServerFacts } from "./services/server-info.js";
 import { loadConsoleFiles } from "./rpc/console-files.js";
+import { hostPolicyFor } from "./rpc/allowed-hosts.js";
+import { networkInterfaces } from "node:os";
 
 const dayMs = 24 * 60 * 60 * 1000;
 /** The rows of a retention step: the first of a run, and the bounds it is sized within (its time is the backend's). */
@@ -58,6 +60,8 @@ export interface RunningServer {
   readonly metricsPort: number | undefined;
   /** The HTTP port's `host:port` as bound (Connect, gRPC-Web, the console), unless it is off. */
   readonly httpAddress: string | undefined;
+  /** The names the HTTP port answers to (`Host`), as `host:port`, or a bare configured name (any port). */
+  readonly httpHostNames: readonly string[];
   /** Server streams currently open. */
   openStreams(): number;
   /** Re-reads the tokens file (SIGHUP); keeps the old tokens and throws if the file is bad. */
@@ -427,6 +431,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   const { port, metricsServer } = bound;
   let serving = lifecycle.ready;
   let httpPort: HttpPort | undefined;
+  let hostNames: readonly string[] = [];
   if (http !== undefined) {
     try {
       httpPort = await startHttpPort({
@@ -436,6 +441,18 @@ export async function startServer(config: Config, { logger, clock = systemClock,
         routes: (router) => rpcEdge.routes(router),
         serving: () => serving,
         consoleFiles: loadConsoleFiles(),
+        hostPolicy: (boundPort) => {
+          const policy = hostPolicyFor({
+            listenHost: http.host,
+            port: boundPort,
+            tls: config.tls !== undefined,
+            configured: config.httpAllowedHosts,
+            interfaceAddresses: Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((entry) => entry.address)),
+          });
+          hostNames = policy.names;
+          return policy;
+        },
+        refused: (reason) => serverMetrics.httpRefusals.inc({ reason }),
       });
     } catch (err) {
       server.forceShutdown();
@@ -495,6 +512,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     address,
     metricsPort: metricsServer?.port,
     httpAddress: http === undefined || httpPort === undefined ? undefined : formatHostPort(http.host, httpPort.port),
+    httpHostNames: hostNames,
     openStreams: () => rpcEdge.openStreams,
     reloadTokens: () => (tokens === undefined ? 0 : tokens.reload()),
     close: () => (closing ??= close()),

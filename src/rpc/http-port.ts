@@ -10,11 +10,13 @@ import { createServer as createHttpServer, type IncomingMessage, type Server as 
 import { createServer as createHttpsServer } from "node:https";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { createContextValues } from "@connectrpc/connect";
-import { connectNodeAdapter, type ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
-
-type Fallback = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
+import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { peerKey } from "./connect-calls.js";
 import { consoleSecurityHeaders, type ConsoleFile } from "./console-files.js";
+import type { HostPolicy } from "./allowed-hosts.js";
+
+/** The paths of the CLIs' hooks: `/hooks/claude`, `/hooks/codex`, `/hooks/gemini`. */
+const hookPath = /^\/hooks\/([a-z]+)$/u;
 
 /** The bounds of the HTTP port. */
 export interface HttpLimits {
@@ -53,6 +55,12 @@ export interface HttpPortOptions {
   serving: () => boolean;
   /** The console's files by path (rpc/console-files); empty when it was not built. */
   consoleFiles: ReadonlyMap<string, ConsoleFile>;
+  /** The names the port answers to, once its port is known (rpc/allowed-hosts). */
+  hostPolicy: (port: number) => HostPolicy;
+  /** Serves `POST /hooks/<cli>` (upstream/hook-endpoint); absent: those paths are not found. */
+  hooks?: (cli: string, req: IncomingMessage, res: ServerResponse) => void;
+  /** Told of each request refused for its `Host` or `Origin`. */
+  refused?: (reason: "host" | "origin") => void;
 }
 
 /** A bound HTTP port. */
@@ -63,7 +71,7 @@ export interface HttpPort {
 }
 
 /** Answers a plain-text page with security headers; never echoes anything of the request. */
-function plain(res: Parameters<Fallback>[1], status: number, text: string): void {
+export function plain(res: ServerResponse, status: number, text: string): void {
   res.writeHead(status, {
     "content-type": "text/plain; charset=utf-8",
     "x-content-type-options": "nosniff",
@@ -73,7 +81,7 @@ function plain(res: Parameters<Fallback>[1], status: number, text: string): void
 }
 
 /** Serves one of the console's files (GET or HEAD), revalidated by its ETag on every load. */
-function serveConsoleFile(req: Parameters<Fallback>[0], res: Parameters<Fallback>[1], file: ConsoleFile): void {
+function serveConsoleFile(req: IncomingMessage, res: ServerResponse, file: ConsoleFile): void {
   const headers = { ...consoleSecurityHeaders, "content-type": file.contentType, "cache-control": "no-cache", etag: file.etag };
   if (req.headers["if-none-match"] === file.etag) {
     res.writeHead(304, headers);
@@ -93,19 +101,30 @@ export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort>
     readMaxBytes: limits.maxRequestBytes,
     // The per-connection stream limit counts streams per peer, as on the gRPC port.
     contextValues: (req) => createContextValues().set(peerKey, `${req.socket.remoteAddress}:${req.socket.remotePort}`),
-    fallback: (req, res) => {
+    // This port is HTTP/1.1 (node:http or node:https), so the adapter's requests are node:http's.
+    fallback: (anyReq, anyRes) => {
+      const req = anyReq as IncomingMessage;
+      const res = anyRes as ServerResponse;
       const path = (req.url ?? "/").split("?")[0];
       if (req.method === "GET" && path === "/healthz") return plain(res, 200, "ok\n");
       if (req.method === "GET" && path === "/readyz") return options.serving() ? plain(res, 200, "serving\n") : plain(res, 503, "not serving\n");
+      const hook = path === undefined ? null : hookPath.exec(path);
+      if (hook !== null && options.hooks !== undefined) {
+        if (req.method !== "POST") return plain(res, 405, "a hook is a POST\n");
+        return options.hooks(hook[1]!, req, res);
+      }
       const file = path === undefined ? undefined : options.consoleFiles.get(path);
       if ((req.method === "GET" || req.method === "HEAD") && file !== undefined) return serveConsoleFile(req, res, file);
       if (req.method === "GET" && path === "/") return plain(res, 404, "the console is not built: run npm run build\n");
       return plain(res, 404, "not found\n");
     },
   });
-  // A response written before its request was read whole (a body refused past the limit) closes the
-  // connection: the rest of the body is not read, so the connection cannot carry another request, and a
-  // client must be told so rather than find it reset on its next call.
+  let policy: HostPolicy | undefined;
+  // A response written before its request was read whole (a body refused past the limit, or for its name)
+  // closes the connection: the rest of the body is not read, so the connection cannot carry another
+  // request, and a client must be told so rather than find it reset on its next call.
+  // Before anything else, the request must be addressed to a name this port answers to (a page that rebound
+  // its own name to this address sends that name as Host), and must not come from another origin's page.
   const closeIfUnread = (req: IncomingMessage, res: ServerResponse): void => {
     const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => typeof res;
     const hasBody = (req.headers["content-length"] ?? "0") !== "0" || req.headers["transfer-encoding"] !== undefined;
@@ -113,6 +132,15 @@ export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort>
       if (hasBody && !req.complete) res.shouldKeepAlive = false;
       return writeHead(...args);
     }) as typeof res.writeHead;
+    if (policy === undefined || !policy.allowsHost(req.headers.host)) {
+      options.refused?.("host");
+      return plain(res, 421, "misdirected request: this server does not answer to that name (see --http-allowed-hosts)\n");
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && !policy.allowsOrigin(origin)) {
+      options.refused?.("origin");
+      return plain(res, 403, "forbidden: requests from pages of another origin are refused\n");
+    }
     handler(req, res);
   };
   const serverOptions = {
@@ -145,6 +173,7 @@ export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort>
     });
   });
   const port = (server.address() as { port: number }).port;
+  policy = options.hostPolicy(port);
   return {
     port,
     close: (graceMs) =>

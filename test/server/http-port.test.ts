@@ -117,7 +117,7 @@ describe("the HTTP port's bounds", () => {
   test("a client that sends its headers a byte at a time is dropped once the headers timeout passes", async () => {
     const socket = await rawConnection(server.httpAddress!);
     const closed = closedWithin(socket, 10_000);
-    socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    socket.write(`GET /healthz HTTP/1.1\r\nHost: ${server.httpAddress}\r\n`);
     const drip = setInterval(() => socket.writable && socket.write("X"), 200);
     try {
       const { ms, received } = await closed;
@@ -133,7 +133,7 @@ describe("the HTTP port's bounds", () => {
   test("an idle kept-alive connection is closed once the keep-alive timeout passes", async () => {
     const socket = await rawConnection(server.httpAddress!);
     const closed = closedWithin(socket, 5000);
-    socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    socket.write(`GET /healthz HTTP/1.1\r\nHost: ${server.httpAddress}\r\n\r\n`);
     const { ms, received } = await closed;
     console.log(`idle connection closed ${ms.toFixed(0)} ms after its one request (keep-alive timeout ${limits.keepAliveTimeoutMs} ms)`);
     assert.match(received, /^HTTP\/1\.1 200 OK\r\n/);
@@ -143,7 +143,7 @@ describe("the HTTP port's bounds", () => {
   test("a client that sends its body a byte at a time is dropped once the request timeout passes", async () => {
     const socket = await rawConnection(server.httpAddress!);
     const closed = closedWithin(socket, 10_000);
-    socket.write("POST /sessionstate.v1.Reconcile/ListNamespaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n");
+    socket.write(`POST /sessionstate.v1.Reconcile/ListNamespaces HTTP/1.1\r\nHost: ${server.httpAddress}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`);
     const drip = setInterval(() => socket.writable && socket.write(" "), 200);
     try {
       const { ms } = await closed;
@@ -177,7 +177,7 @@ describe("the HTTP port's bounds", () => {
     const closed = closedWithin(socket, 10_000);
     const declared = 64 * 1024 * 1024;
     socket.write(
-      `POST /sessionstate.v1.SignalLog/Append HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+      `POST /sessionstate.v1.SignalLog/Append HTTP/1.1\r\nHost: ${server.httpAddress}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
     );
     // Send 2 MiB of the 64 declared, then wait for the answer without sending more.
     socket.write(Buffer.alloc(2 * 1024 * 1024, 0x20));
