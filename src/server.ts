@@ -35,6 +35,9 @@ import { packageVersion } from "./command-line.js";
 import type { ServerFacts } from "./services/server-info.js";
 import { loadConsoleFiles } from "./rpc/console-files.js";
 import { hostPolicyFor } from "./rpc/allowed-hosts.js";
+import { hookEndpoint } from "./rpc/hook-endpoint.js";
+import { HookScans } from "./upstream/hook-scans.js";
+import { HookCalls } from "./upstream/hook-calls.js";
 import { networkInterfaces } from "node:os";
 
 const dayMs = 24 * 60 * 60 * 1000;
@@ -114,6 +117,9 @@ interface Jobs {
   activity: SessionActivity;
   monitor: UpstreamMonitor;
   monitorJob: MonitorJob;
+  /** The scans the CLIs' hooks ask for (SPEC §8.2), and the calls that asked. */
+  hookScans: HookScans;
+  hookCalls: HookCalls;
 }
 
 function createJobs(
@@ -150,7 +156,10 @@ function createJobs(
     logger.child({ component: "upstream" }),
     () => store.tryLease(`monitor:${config.nodeId}`, leaseHolder, 3 * config.monitorIntervalMs),
   );
-  return { retention, activity, monitor, monitorJob };
+  const hookLog = logger.child({ component: "hooks" });
+  const hookScans = new HookScans(store, monitor, activity, hookLog, metrics);
+  const hookCalls = new HookCalls({ store, scans: hookScans, clock, transcriptRoot: config.transcriptRoot, log: hookLog, metrics });
+  return { retention, activity, monitor, monitorJob, hookScans, hookCalls };
 }
 
 /** The gRPC server with every service on the edge, health and reflection; not bound yet. */
@@ -204,6 +213,7 @@ function createGrpcServer(
       store,
       monitor: jobs.monitor,
       activity: jobs.activity,
+      hookScans: jobs.hookScans,
       clock,
       transcriptRoot: config.transcriptRoot,
       maxLineBytes: config.maxLineBytes,
@@ -337,7 +347,7 @@ async function stopGracefully(parts: {
   await Promise.all([edge.drainUnaryCalls(callGraceMs), httpPort?.close(callGraceMs)]);
   await shutDownTransport(server, log);
   hub.stop();
-  await settleWithin(remainingMs(), jobs.monitorJob.stop());
+  await settleWithin(remainingMs(), Promise.all([jobs.hookScans.stop(), jobs.monitorJob.stop()]));
   await settleWithin(remainingMs(), jobs.retention.stop());
   // Another replica may take this one's jobs at once rather than after the leases expire.
   if (lifecycle.reachable) {
@@ -412,6 +422,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
     databaseReachable,
     retention: jobs.retention,
     monitor: jobs.monitor,
+    hookCalls: jobs.hookCalls,
     activityByMinute,
   };
   const grpc = createGrpcServer(config, { store, hub, jobs, clock, metrics: serverMetrics, tokens, logger, facts });
@@ -453,6 +464,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
           return policy;
         },
         refused: (reason) => serverMetrics.httpRefusals.inc({ reason }),
+        hooks: hookEndpoint(jobs.hookCalls, tokens === undefined ? undefined : (token) => tokens.authenticate(token)),
       });
     } catch (err) {
       server.forceShutdown();

@@ -6,6 +6,7 @@ import type { Principal } from "../domain/principal.js";
 import type { Retention } from "../jobs/retention.js";
 import type { CallContext } from "../rpc/service-adapter.js";
 import type { UpstreamMonitor } from "../upstream/upstream-monitor.js";
+import type { HookCalls } from "../upstream/hook-calls.js";
 
 /** What GetServerInfo reports: facts fixed at start-up, and where to read the ones that change. */
 export interface ServerFacts {
@@ -19,6 +20,8 @@ export interface ServerFacts {
   databaseReachable: () => boolean;
   retention: Pick<Retention, "lastPass">;
   monitor: Pick<UpstreamMonitor, "lastTick">;
+  /** The CLIs' hook calls taken since start (absent: none are taken). */
+  hookCalls?: Pick<HookCalls, "snapshot">;
   activityByMinute: ActivityByMinute;
 }
 
@@ -73,5 +76,12 @@ export function serverInfo(facts: ServerFacts, context: CallContext): ServerInfo
     })),
     caller: callerFromPrincipal(context.principal),
     namespace: context.namespace,
+    hooks: (facts.hookCalls?.snapshot() ?? []).map((counts) => ({
+      cli: counts.cli,
+      matched: BigInt(counts.matched),
+      unmatched: BigInt(counts.unmatched),
+      refused: BigInt(counts.refused),
+      lastCallAt: counts.lastCallAtMs === undefined ? undefined : timestampFromMs(counts.lastCallAtMs),
+    })),
   };
 }

@@ -14,6 +14,7 @@ import { resolveTranscriptPath } from "../upstream/transcript-path.js";
 import { classifierForCatalog, knownCatalogIds, readFirstRow } from "../upstream/transcript-catalogs.js";
 import { linkSourceToText, type LinkSource } from "../domain/upstream-link.js";
 import type { UpstreamMonitor } from "../upstream/upstream-monitor.js";
+import type { HookScans } from "../upstream/hook-scans.js";
 import type { ActivityByMinute } from "../activity-by-minute.js";
 import { maxRemoteItems, reportRemoteItems, type RemoteItem } from "../upstream/remote-report.js";
 import { eventTimeFromTimestamp, optionalText } from "./append-request.js";
@@ -29,6 +30,8 @@ export interface UpstreamDeps {
   store: Store;
   monitor: UpstreamMonitor;
   activity: SessionActivity;
+  /** Scans the CLIs' hooks asked for; a scan that waits for a run's end runs when SetRunActive(false) says so. */
+  hookScans?: Pick<HookScans, "runEnded">;
   clock: Clock;
   /** Real path of the transcript root; undefined when local adoption is off. */
   transcriptRoot: string | undefined;
@@ -164,6 +167,7 @@ export function upstreamHandlers(deps: UpstreamDeps): ServiceHandlers<(typeof Up
       const session = sessionIdFromRef("session", request.session, context.namespace);
       authorizeAgents(context, [session.agentId]);
       await activity.setRunActive(session, request.active);
+      if (!request.active) deps.hookScans?.runEnded(session);
       return {};
     },
     recordOwnUserText: async (request, context) => {

@@ -126,6 +126,12 @@ export interface Store {
   getLink(session: SessionId): Promise<LinkRecord | undefined>;
   /** A page of a namespace's links ordered by (agent id, key), strictly after `after`. */
   listLinks(filter: { namespace: string; agentId?: string | undefined; after?: SessionId | undefined; limit: number }): Promise<LinkRecord[]>;
+  /**
+   * A hook's links (SPEC §8.2): the local transcript links of `namespace` that this replica may read whose
+   * source is the transcript `path` (a real path) or, when none is or no path is given, whose thread id is
+   * `threadId`. A seek in an index, whatever else is stored; at most `limit`.
+   */
+  hookLinks(namespace: string, lookup: { path: string | undefined; threadId: string }, limit: number): Promise<LinkRecord[]>;
   /** Links whose session is the target of at least one cursor: in `namespace`, or in every namespace. */
   watchedLinks(namespace?: string): Promise<LinkRecord[]>;
   /**

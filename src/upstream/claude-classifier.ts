@@ -55,7 +55,7 @@ function userRowVerdict(row: Record<string, unknown>, syntheticPrefixes: readonl
   const text = textFromContent(content, textBlocks);
   if (text === undefined) return otherRow;
   if (isSyntheticText(text.text, syntheticPrefixes)) return injectedRow;
-  return humanVerdict(text, timestampFromCandidates(row.timestamp));
+  return humanVerdict(text, timestampFromCandidates(row.timestamp), row.promptId);
 }
 
 /**
@@ -71,7 +71,7 @@ function attachmentVerdict(row: Record<string, unknown>, syntheticPrefixes: read
   const text = textFromContent(attachment.prompt, textBlocks);
   if (text === undefined) return otherRow;
   if (isSyntheticText(text.text, syntheticPrefixes)) return injectedRow;
-  return humanVerdict(text, timestampFromCandidates(row.timestamp, attachment.timestamp));
+  return humanVerdict(text, timestampFromCandidates(row.timestamp, attachment.timestamp), row.promptId);
 }
 
 /**

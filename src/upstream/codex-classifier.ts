@@ -36,11 +36,14 @@ function isSubAgentRollout(firstRow: unknown): boolean {
   return (isRecord(source) && "subagent" in source) || threadSource === "subagent";
 }
 
-/** A prompt the person sent: human unless its text starts with a synthetic prefix (a gateway's relay). */
-function promptVerdict(text: { text: string; cut: boolean }, row: Record<string, unknown>, syntheticPrefixes: readonly string[]): RowVerdict {
+/**
+ * A prompt the person sent: human unless its text starts with a synthetic prefix (a gateway's relay). Its
+ * turn id (newer rollouts' `turn_id`) is the prompt id a Codex hook call names as its `turn_id`.
+ */
+function promptVerdict(text: { text: string; cut: boolean }, row: Record<string, unknown>, syntheticPrefixes: readonly string[], turnId?: unknown): RowVerdict {
   // A prompt of images alone has no text, and is still a person's prompt.
   if (text.text.trim() !== "" && isSyntheticText(text.text, syntheticPrefixes)) return injectedRow;
-  return humanVerdict(text, timestampFromCandidates(row.timestamp));
+  return humanVerdict(text, timestampFromCandidates(row.timestamp), turnId);
 }
 
 function eventVerdict(row: Record<string, unknown>, payload: Record<string, unknown>, syntheticPrefixes: readonly string[]): RowVerdict {
@@ -53,7 +56,7 @@ function eventVerdict(row: Record<string, unknown>, payload: Record<string, unkn
     case "item_completed": {
       const item = payload.item;
       if (!isRecord(item)) return otherRow;
-      if (item.type === "UserMessage") return promptVerdict(textFromContent(item.content, textBlocks) ?? { text: "", cut: false }, row, syntheticPrefixes);
+      if (item.type === "UserMessage") return promptVerdict(textFromContent(item.content, textBlocks) ?? { text: "", cut: false }, row, syntheticPrefixes, payload.turn_id);
       if (item.type === "ContextCompaction") return injectedRow;
       return typeof item.type === "string" && toolItems.has(item.type) ? toolRow : otherRow;
     }

@@ -30,6 +30,10 @@ export interface LocalRead {
   held: boolean;
   /** The session's run count when the scan began: the commit checks that no run started since. */
   runStartsBefore: number;
+  /** Prompts read: the rows a person or the gateway typed (human turns and the gateway's echo). */
+  prompts: number;
+  /** The CLI's prompt ids those rows name (Claude Code's `promptId`), for a hook's scan waiting for its row. */
+  promptIds: string[];
 }
 
 /** What a scan of a local link came to: a read, or why there is none. */
@@ -129,6 +133,8 @@ export class LocalScanner {
     const isOwnEcho = await this.activity.ownEchoTest(link.session);
     const offset = Number(link.marker);
     const rows: Record<RowClass, number> = { human: 0, injected: 0, tool: 0, other: 0 };
+    let prompts = 0;
+    const promptIds: string[] = [];
     let finding: ScanFinding;
     let held = false;
     try {
@@ -145,6 +151,8 @@ export class LocalScanner {
             rows[verdict.rowClass]++;
             return;
           }
+          prompts++;
+          if (verdict.promptId !== undefined) promptIds.push(verdict.promptId);
           // The gateway's own text coming back is something it injected, not a person acting. A text cut
           // while skimming is longer than any text a gateway records as its own.
           if (!verdict.textCut && isOwnEcho(verdict.text)) {
@@ -180,7 +188,7 @@ export class LocalScanner {
         finding = { kind: "inconclusive" };
       }
     }
-    return { finding, rows, held, runStartsBefore };
+    return { finding, rows, held, runStartsBefore, prompts, promptIds };
   }
 
   /**

@@ -11,9 +11,12 @@ export type NonHumanClass = "injected" | "tool" | "other";
 /**
  * A transcript row's verdict. A human turn carries its text (for the own-echo test), whether that text
  * was cut while skimming an oversized line (a cut text is longer than any text a gateway records as its
- * own), and its time when the row has one.
+ * own), its time when the row has one, and the CLI's id of the prompt when the row names one (Claude
+ * Code's `promptId`: a hook call names the same id, and a scan it triggered waits for this row).
  */
-export type RowVerdict = { human: false; rowClass: NonHumanClass } | { human: true; text: string; textCut: boolean; timestampMs?: number };
+export type RowVerdict =
+  | { human: false; rowClass: NonHumanClass }
+  | { human: true; text: string; textCut: boolean; timestampMs?: number; promptId?: string };
 
 export const injectedRow: RowVerdict = { human: false, rowClass: "injected" };
 export const toolRow: RowVerdict = { human: false, rowClass: "tool" };
@@ -76,9 +79,10 @@ export function timestampFromCandidates(...candidates: unknown[]): number | unde
   return undefined;
 }
 
-export function humanVerdict(text: { text: string; cut: boolean }, timestampMs: number | undefined): RowVerdict {
+export function humanVerdict(text: { text: string; cut: boolean }, timestampMs: number | undefined, promptId?: unknown): RowVerdict {
   const verdict: RowVerdict = { human: true, text: text.text, textCut: text.cut };
   if (timestampMs !== undefined) verdict.timestampMs = timestampMs;
+  if (typeof promptId === "string" && promptId !== "") verdict.promptId = promptId;
   return verdict;
 }
 

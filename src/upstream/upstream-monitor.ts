@@ -23,14 +23,47 @@ export interface TickReport {
   linksFailed: number;
 }
 
-/** A link's place in the map of outcomes. */
-function outcomeKey(link: Pick<LinkRecord, "session">): string {
+/** A link's place in the maps of outcomes and of checks in progress. */
+export function outcomeKey(link: Pick<LinkRecord, "session">): string {
   const { namespace, agentId, key } = link.session;
   return `${namespace} ${agentId} ${key}`;
 }
 
-/** What one link's check came to, for the tick's report and the metrics. */
-type LinkOutcome = "discarded" | "unclassifiable" | "timed_out" | { recorded: boolean; held: boolean; noticesOpened: number };
+/** What reading and committing one link came to. */
+type LinkOutcome =
+  | "discarded"
+  | "unclassifiable"
+  | "timed_out"
+  | { recorded: boolean; held: boolean; noticesOpened: number; prompts: number; promptIds: string[] };
+
+/** What a check of a link found, over all its passes (see UpstreamMonitor.checkNow). */
+export interface LinkCheck {
+  /** The last pass's outcome. */
+  outcome: ScanOutcomeName;
+  /** A pass read and committed the link. */
+  scanned: boolean;
+  /** A pass recorded a human_direct_message. */
+  recorded: boolean;
+  /** The last pass found a run active on the session (nothing was read). */
+  runActive: boolean;
+  /** Prompt rows committed passes read (human turns and the gateway's echo), and the prompt ids they name. */
+  prompts: number;
+  promptIds: string[];
+}
+
+const noCheck: LinkCheck = { outcome: "scanned", scanned: false, recorded: false, runActive: false, prompts: 0, promptIds: [] };
+
+/** What two passes over one link found together: the later one's outcome, the sum of what each read. */
+function mergeChecks(before: LinkCheck, after: LinkCheck): LinkCheck {
+  return {
+    outcome: after.outcome,
+    scanned: before.scanned || after.scanned,
+    recorded: before.recorded || after.recorded,
+    runActive: after.runActive,
+    prompts: before.prompts + after.prompts,
+    promptIds: [...before.promptIds, ...after.promptIds],
+  };
+}
 
 /** What the last check of a link came to, as ListUpstreamLinks reports it (UpstreamLink.last_scan_outcome). */
 export type ScanOutcomeName = "scanned" | "recorded" | "held" | "timed_out" | "discarded" | "unclassifiable" | "failed" | "run_active";
@@ -48,6 +81,8 @@ export class UpstreamMonitor {
   private readonly ticks = new SerialQueue();
   private readonly scanner: LocalScanner;
   private stopped = false;
+  /** Links being checked now, by link: `again` asks for one more pass when the one under way ends. */
+  private readonly checking = new Map<string, { again: boolean; done: Promise<LinkCheck> }>();
   /** The last outcome of each link checked, by link (namespace, agent id, key), oldest check first. */
   private readonly outcomes = new Map<string, ScanOutcomeName>();
   /** The last tick this process ran (GetServerInfo): when it ended and what it did. */
@@ -70,7 +105,12 @@ export class UpstreamMonitor {
   async stop(): Promise<void> {
     this.stopped = true;
     this.scanner.stop();
-    await this.ticks.idle();
+    await Promise.all([this.ticks.idle(), ...[...this.checking.values()].map((entry) => entry.done)]);
+  }
+
+  /** True once `stop()` was called: no more checks. */
+  get isStopped(): boolean {
+    return this.stopped;
   }
 
   /**
@@ -100,46 +140,79 @@ export class UpstreamMonitor {
   private async checkWatchedLinks(namespace: string | undefined): Promise<TickReport> {
     const report: TickReport = { linksScanned: 0, eventsRecorded: 0, linksHeld: 0, linksTimedOut: 0, linksFailed: 0 };
     this.metrics?.monitorTicks.inc();
-    const count = (outcome: string): void => this.metrics?.monitorLinks.inc({ outcome });
     for (const link of await this.store.watchedLinks(namespace)) {
       if (this.stopped) break;
       if (!isLocalTranscript(link)) continue;
-      try {
-        if ((await this.activity.runState(link.session)).active) {
-          this.remember(link, "run_active");
-          continue;
-        }
-        const outcome = await this.checkLocalLink(link);
-        if (typeof outcome === "string") this.remember(link, outcome);
-        if (outcome === "discarded" || outcome === "unclassifiable") {
-          count(outcome);
-          continue;
-        }
-        if (outcome === "timed_out") {
-          report.linksTimedOut++;
-          count(outcome);
-          continue;
-        }
-        report.linksScanned++;
-        count("scanned");
-        this.remember(link, outcome.recorded ? "recorded" : outcome.held ? "held" : "scanned");
-        if (outcome.recorded) {
-          report.eventsRecorded++;
-          count("recorded");
-          this.recorded?.(link.session.namespace, outcome.noticesOpened);
-        }
-        if (outcome.held) {
-          report.linksHeld++;
-          count("held");
-        }
-      } catch (err) {
-        report.linksFailed++;
-        this.remember(link, "failed");
-        count("failed");
-        this.log.error({ err, agentId: link.session.agentId }, "upstream scan failed");
-      }
+      const check = await this.checkNow(link);
+      if (check.outcome === "failed") report.linksFailed++;
+      else if (check.outcome === "timed_out") report.linksTimedOut++;
+      else if (check.scanned) report.linksScanned++;
+      if (check.recorded) report.eventsRecorded++;
+      if (check.outcome === "held") report.linksHeld++;
     }
     return report;
+  }
+
+  /**
+   * Checks one local link now, by the monitor's rules: the one path of ticks and of the CLIs' hooks (SPEC
+   * §8.2). A link being checked already is not checked twice at once: the check in progress makes one more
+   * pass when it is done (however many asked meanwhile), and every caller gets what the passes found.
+   */
+  checkNow(link: LinkRecord): Promise<LinkCheck> {
+    if (this.stopped) return Promise.resolve({ ...noCheck, outcome: "discarded" });
+    const key = outcomeKey(link);
+    const running = this.checking.get(key);
+    if (running !== undefined) {
+      running.again = true;
+      return running.done;
+    }
+    const entry: { again: boolean; done: Promise<LinkCheck> } = { again: false, done: Promise.resolve(noCheck) };
+    entry.done = (async () => {
+      let found = noCheck;
+      let current: LinkRecord | undefined = link;
+      try {
+        do {
+          entry.again = false;
+          found = mergeChecks(found, await this.checkLink(current));
+          // Another pass reads the link as it is now: the pass before may have moved its marker.
+          if (entry.again && !this.stopped) current = await this.store.getLink(link.session);
+        } while (entry.again && !this.stopped && current !== undefined && isLocalTranscript(current));
+      } finally {
+        this.checking.delete(key);
+      }
+      return found;
+    })();
+    this.checking.set(key, entry);
+    return entry.done;
+  }
+
+  /** One pass over a link: skipped while a run is active, read, committed, remembered and counted. Never throws. */
+  private async checkLink(link: LinkRecord): Promise<LinkCheck> {
+    const count = (outcome: string): void => this.metrics?.monitorLinks.inc({ outcome });
+    const done = (outcome: ScanOutcomeName, found: Partial<LinkCheck> = {}): LinkCheck => {
+      this.remember(link, outcome);
+      return { ...noCheck, outcome, ...found };
+    };
+    try {
+      if ((await this.activity.runState(link.session)).active) return done("run_active", { runActive: true });
+      const outcome = await this.checkLocalLink(link);
+      if (typeof outcome === "string") {
+        count(outcome);
+        return done(outcome);
+      }
+      count("scanned");
+      if (outcome.recorded) {
+        count("recorded");
+        this.recorded?.(link.session.namespace, outcome.noticesOpened);
+      }
+      if (outcome.held) count("held");
+      const found = { scanned: true, recorded: outcome.recorded, prompts: outcome.prompts, promptIds: outcome.promptIds };
+      return done(outcome.recorded ? "recorded" : outcome.held ? "held" : "scanned", found);
+    } catch (err) {
+      count("failed");
+      this.log.error({ err, agentId: link.session.agentId }, "upstream scan failed");
+      return done("failed");
+    }
   }
 
   /** Reads a local link and commits what it found. */
@@ -152,7 +225,7 @@ export class UpstreamMonitor {
     const committed = await this.store.commitScan(link, commit);
     if (!committed.committed) return "discarded";
     this.countRows(link, read.rows);
-    return { recorded: committed.event !== undefined, held: read.held, noticesOpened: committed.noticesOpened ?? 0 };
+    return { recorded: committed.event !== undefined, held: read.held, noticesOpened: committed.noticesOpened ?? 0, prompts: read.prompts, promptIds: read.promptIds };
   }
 
   /** Reports what a committed scan read, by class: the metric, and one log line when it read any row. */

@@ -10,6 +10,7 @@ import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
 import { eventPruneChoices, sessionsPageQuery } from "../../src/store/postgres/event-tables.js";
 import { untouchedCursors } from "../../src/store/postgres/cursor-tables.js";
 import { oldFeedRows } from "../../src/store/postgres/clock-tables.js";
+import { hookLinksBySource, hookLinksByThread } from "../../src/store/postgres/link-tables.js";
 import { parsePostgresUrl } from "../../src/store/postgres/postgres-url.js";
 import { freshSchema, testCluster } from "../support/backend.js";
 import { connectTestClient, skipWithoutPostgres } from "../support/postgres-cluster.js";
@@ -131,6 +132,18 @@ describe("the PostgreSQL store", { skip: skipWithoutPostgres() }, () => {
       for (let i = 0; i < 2000; i += 50) {
         await Promise.all(Array.from({ length: 50 }, (_, k) => store.watch(`agent:main:w${(i + k) % 20}`, { namespace: "default", agentId: "main", key: `agent:main:s${i + k}` }, Date.now())));
       }
+      // 1,000 adopted links, each with its own transcript and thread id.
+      for (let i = 0; i < 1000; i += 50) {
+        await Promise.all(
+          Array.from({ length: 50 }, (_, k) => {
+            const session = { namespace: "default", agentId: "main", key: `agent:main:linked${i + k}` };
+            return store.adopt({
+              adoptedEvent: { ...storeAppend(session.key, Date.now(), "adopted"), actorType: "human", dedupeKey: `adopted:${session.key}` },
+              link: { session, catalogId: "claude", hostId: "", threadId: `thread-${i + k}`, source: { kind: "transcript", path: `/t/${i + k}.jsonl` }, marker: "0", updatedAtMs: Date.now() },
+            });
+          }),
+        );
+      }
       const plan = async (query: { compile(): { text: string; values: unknown[] } }): Promise<string> => {
         const { text, values } = query.compile();
         const { rows } = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN ${text}`, values);
@@ -152,7 +165,13 @@ describe("the PostgreSQL store", { skip: skipWithoutPostgres() }, () => {
           sessionPages.push(await plan(sessionsPageQuery("default", agentId, order, 100)));
         }
       }
+      // A hook's links: a seek in its index, whatever else is stored.
+      const hookPlans = [await plan(hookLinksBySource("default", "/t/x.jsonl", "node-1", 16)), await plan(hookLinksByThread("default", "thread", "node-1", 16))];
       await client.query("ROLLBACK");
+      for (const [i, text] of hookPlans.entries()) {
+        assert.match(text, new RegExp(`Index Scan using upstream_links_by_${i === 0 ? "source" : "thread"} on upstream_links`), `hook lookup ${i}:\n${text}`);
+        assert.doesNotMatch(text, /Seq Scan|Bitmap|Sort/, `hook lookup ${i}:\n${text}`);
+      }
       for (const [i, text] of plans.entries()) {
         assert.doesNotMatch(text, /Seq Scan|Bitmap|Sort/, `statement ${i}:\n${text}`);
         assert.match(text, /Limit/, `statement ${i} stops at its LIMIT:\n${text}`);

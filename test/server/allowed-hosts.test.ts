@@ -4,32 +4,11 @@
  * request from a page of another origin is 403, on every path: the API, the hooks, the console, /readyz.
  */
 import assert from "node:assert/strict";
-import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { hostPolicyFor } from "../../src/rpc/allowed-hosts.js";
 import { loadConfig } from "../../src/config.js";
 import { metricValue, scrapeMetrics, startTestServer, type TestServer } from "../support/helpers.js";
-
-/** One HTTP/1.1 request with exactly these headers (fetch would set Host itself). */
-export function rawHttp(
-  address: string,
-  options: { method?: string; path: string; headers?: Record<string, string>; body?: string },
-): Promise<{ status: number; text: string; headers: Record<string, string | string[] | undefined> }> {
-  const at = address.lastIndexOf(":");
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: address.slice(0, at), port: Number(address.slice(at + 1)), method: options.method ?? "GET", path: options.path, headers: options.headers ?? {}, agent: false },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => (text += chunk));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text, headers: res.headers }));
-      },
-    );
-    req.on("error", reject);
-    req.end(options.body);
-  });
-}
+import { rawHttp } from "../support/raw-http.js";
 
 const json = { "content-type": "application/json" };
 const misdirected = "misdirected request: this server does not answer to that name (see --http-allowed-hosts)\n";

@@ -69,6 +69,16 @@ export class LinkTables {
     return rows.map(linkFromRow);
   }
 
+  /** A hook's links: this node's local transcript links whose source is `path`, else whose thread id is `threadId` (Store.hookLinks). */
+  async hookLinks(namespace: string, lookup: { path: string | undefined; threadId: string }, limit: number): Promise<LinkRecord[]> {
+    if (lookup.path !== undefined) {
+      const rows = await this.db.query<LinkRow>(hookLinksBySource(namespace, lookup.path, this.nodeId, limit));
+      if (rows.length > 0) return rows.map(linkFromRow);
+    }
+    if (lookup.threadId === "") return [];
+    return (await this.db.query<LinkRow>(hookLinksByThread(namespace, lookup.threadId, this.nodeId, limit))).map(linkFromRow);
+  }
+
   /**
    * Watched links (the target of at least one cursor) that this replica may scan: paired-node links, and
    * local transcripts adopted on this node id; of `namespace`, or of every namespace.
@@ -83,4 +93,17 @@ export class LinkTables {
       ORDER BY namespace, agent_id, session_key`);
     return rows.map(linkFromRow);
   }
+}
+
+/** A node's links of a namespace whose source is the transcript `path` (index upstream_links_by_source). */
+export function hookLinksBySource(namespace: string, path: string, nodeId: string, limit: number): SqlQuery {
+  return sql`
+    SELECT * FROM upstream_links WHERE namespace = ${namespace} AND source = ${linkSourceToText({ kind: "transcript", path })}
+      AND node_id = ${nodeId}
+    LIMIT ${limit}`;
+}
+
+/** A node's links of a namespace whose thread id is `threadId` (index upstream_links_by_thread). */
+export function hookLinksByThread(namespace: string, threadId: string, nodeId: string, limit: number): SqlQuery {
+  return sql`SELECT * FROM upstream_links WHERE namespace = ${namespace} AND thread_id = ${threadId} AND node_id = ${nodeId} LIMIT ${limit}`;
 }

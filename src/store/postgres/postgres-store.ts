@@ -350,6 +350,10 @@ export class PostgresStore implements Store {
     return this.links.page(filter.namespace, filter.agentId, filter.after, filter.limit);
   }
 
+  hookLinks(namespace: string, lookup: { path: string | undefined; threadId: string }, limit: number): Promise<LinkRecord[]> {
+    return this.links.hookLinks(namespace, lookup, limit);
+  }
+
   /** Watched links this replica may scan: paired-node links, and local transcripts adopted on this node id. */
   watchedLinks(namespace?: string): Promise<LinkRecord[]> {
     return this.links.watched(namespace);

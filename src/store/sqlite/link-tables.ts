@@ -15,6 +15,8 @@ export class LinkTables {
   private readonly watchedIn;
   private readonly pageAll;
   private readonly pageOfAgent;
+  private readonly bySource;
+  private readonly byThread;
 
   constructor(db: Database.Database) {
     this.one = db.prepare<[string, string, string], LinkRow>(
@@ -48,9 +50,23 @@ export class LinkTables {
     this.pageAll = db.prepare<[string, string, string, number], LinkRow>(
       "SELECT * FROM upstream_links WHERE namespace = ? AND (agent_id, session_key) > (?, ?) ORDER BY agent_id, session_key LIMIT ?",
     );
+    // Without statistics SQLite would read the namespace's whole primary key range: name the index.
+    this.bySource = db.prepare<[string, string, number], LinkRow>(
+      "SELECT * FROM upstream_links INDEXED BY upstream_links_by_source WHERE namespace = ? AND source = ? LIMIT ?",
+    );
+    this.byThread = db.prepare<[string, string, number], LinkRow>(
+      "SELECT * FROM upstream_links INDEXED BY upstream_links_by_thread WHERE namespace = ? AND thread_id = ? AND source LIKE 'file:%' LIMIT ?",
+    );
     this.pageOfAgent = db.prepare<[string, string, string, number], LinkRow>(
       "SELECT * FROM upstream_links WHERE namespace = ? AND agent_id = ? AND session_key > ? ORDER BY session_key LIMIT ?",
     );
+  }
+
+  /** A hook's links: local transcript links whose source is `path`, else whose thread id is `threadId` (Store.hookLinks). */
+  hookLinks(namespace: string, lookup: { path: string | undefined; threadId: string }, limit: number): LinkRecord[] {
+    const bySource = lookup.path === undefined ? [] : this.bySource.all(namespace, linkSourceToText({ kind: "transcript", path: lookup.path }), limit);
+    const rows = bySource.length > 0 || lookup.threadId === "" ? bySource : this.byThread.all(namespace, lookup.threadId, limit);
+    return rows.map(linkFromRow);
   }
 
   /** The link of a session, if any. */

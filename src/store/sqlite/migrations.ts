@@ -348,4 +348,12 @@ export const migrations: readonly Migration[] = [
   CREATE INDEX heads_of_agent_by_time ON heads (namespace, agent_id, updated_at_ms, session_key);
   `,
   },
+  {
+    sql: `
+  -- The CLIs' hooks (issue 40) name a transcript, or a session id, not a session: each finds its links by
+  -- a seek in one of these, however many links there are.
+  CREATE INDEX upstream_links_by_source ON upstream_links (namespace, source);
+  CREATE INDEX upstream_links_by_thread ON upstream_links (namespace, thread_id);
+  `,
+  },
 ];

@@ -310,6 +310,10 @@ export class SqliteStore implements Store {
     return this.links.page(filter.namespace, filter.agentId, filter.after, filter.limit);
   }
 
+  async hookLinks(namespace: string, lookup: { path: string | undefined; threadId: string }, limit: number): Promise<LinkRecord[]> {
+    return this.links.hookLinks(namespace, lookup, limit);
+  }
+
   async watchedLinks(namespace?: string): Promise<LinkRecord[]> {
     return this.links.watchedLinks(namespace);
   }

@@ -26,10 +26,11 @@ class GetServerInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetServerInfoResponse(_message.Message):
-    __slots__ = ["backend", "caller", "database_reachable", "minutes", "namespace", "node_id", "retention", "started_at", "upstream_monitor", "version"]
+    __slots__ = ["backend", "caller", "database_reachable", "hooks", "minutes", "namespace", "node_id", "retention", "started_at", "upstream_monitor", "version"]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     CALLER_FIELD_NUMBER: _ClassVar[int]
     DATABASE_REACHABLE_FIELD_NUMBER: _ClassVar[int]
+    HOOKS_FIELD_NUMBER: _ClassVar[int]
     MINUTES_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -40,6 +41,7 @@ class GetServerInfoResponse(_message.Message):
     backend: str
     caller: Caller
     database_reachable: bool
+    hooks: _containers.RepeatedCompositeFieldContainer[HookActivity]
     minutes: _containers.RepeatedCompositeFieldContainer[MinuteActivity]
     namespace: str
     node_id: str
@@ -47,7 +49,7 @@ class GetServerInfoResponse(_message.Message):
     started_at: _timestamp_pb2.Timestamp
     upstream_monitor: MonitorState
     version: str
-    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., node_id: _Optional[str] = ..., database_reachable: bool = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retention: _Optional[_Union[RetentionState, _Mapping]] = ..., upstream_monitor: _Optional[_Union[MonitorState, _Mapping]] = ..., minutes: _Optional[_Iterable[_Union[MinuteActivity, _Mapping]]] = ..., caller: _Optional[_Union[Caller, _Mapping]] = ..., namespace: _Optional[str] = ...) -> None: ...
+    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., node_id: _Optional[str] = ..., database_reachable: bool = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retention: _Optional[_Union[RetentionState, _Mapping]] = ..., upstream_monitor: _Optional[_Union[MonitorState, _Mapping]] = ..., minutes: _Optional[_Iterable[_Union[MinuteActivity, _Mapping]]] = ..., caller: _Optional[_Union[Caller, _Mapping]] = ..., namespace: _Optional[str] = ..., hooks: _Optional[_Iterable[_Union[HookActivity, _Mapping]]] = ...) -> None: ...
 
 class GetStateVersionsRequest(_message.Message):
     __slots__ = ["sessions"]
@@ -60,6 +62,20 @@ class GetStateVersionsResponse(_message.Message):
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
     versions: _containers.RepeatedCompositeFieldContainer[SessionVersion]
     def __init__(self, versions: _Optional[_Iterable[_Union[SessionVersion, _Mapping]]] = ...) -> None: ...
+
+class HookActivity(_message.Message):
+    __slots__ = ["cli", "last_call_at", "matched", "refused", "unmatched"]
+    CLI_FIELD_NUMBER: _ClassVar[int]
+    LAST_CALL_AT_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    UNMATCHED_FIELD_NUMBER: _ClassVar[int]
+    cli: str
+    last_call_at: _timestamp_pb2.Timestamp
+    matched: int
+    refused: int
+    unmatched: int
+    def __init__(self, cli: _Optional[str] = ..., matched: _Optional[int] = ..., unmatched: _Optional[int] = ..., refused: _Optional[int] = ..., last_call_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListNamespacesRequest(_message.Message):
     __slots__ = ["page_size", "page_token"]

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sessionstate/v1/reconcile.proto.
  */
 export const file_sessionstate_v1_reconcile: GenFile = /*@__PURE__*/
-  fileDesc("Ch9zZXNzaW9uc3RhdGUvdjEvcmVjb25jaWxlLnByb3RvEg9zZXNzaW9uc3RhdGUudjEigQEKFFNlc3Npb25TdGF0dXNSZXF1ZXN0EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIaCg1jaGFuZ2VzX3NpbmNlGAIgASgDSACIAQESDQoFbGltaXQYAyABKAVCEAoOX2NoYW5nZXNfc2luY2UikgEKFVNlc3Npb25TdGF0dXNSZXNwb25zZRIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSFQoNc3RhdGVfdmVyc2lvbhgCIAEoAxI0Cg1zdGF0ZV9jaGFuZ2VzGAMgASgLMh0uc2Vzc2lvbnN0YXRlLnYxLlN0YXRlQ2hhbmdlcyKIAQoMU3RhdGVDaGFuZ2VzEisKBmV2ZW50cxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TdGF0ZUV2ZW50EhMKC2hpc3RvcnlfZ2FwGAIgASgIEhEKCXRydW5jYXRlZBgDIAEoCBIjChtlYXJsaWVzdF9hdmFpbGFibGVfc2VxdWVuY2UYBCABKAMieAoTTGlzdFNlc3Npb25zUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRISCgprZXlfcHJlZml4GAQgASgJEhQKDHJlY2VudF9maXJzdBgFIAEoCCJiChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIxCghzZXNzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiswEKDlNlc3Npb25TdW1tYXJ5EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIVCg1zdGF0ZV92ZXJzaW9uGAIgASgDEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDnBydW5lZF90aHJvdWdoGAQgASgDEhQKDGhhc191cHN0cmVhbRgFIAEoCCJIChdHZXRTdGF0ZVZlcnNpb25zUmVxdWVzdBItCghzZXNzaW9ucxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmIk0KGEdldFN0YXRlVmVyc2lvbnNSZXNwb25zZRIxCgh2ZXJzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uVmVyc2lvbiJsCg5TZXNzaW9uVmVyc2lvbhIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSGgoNc3RhdGVfdmVyc2lvbhgCIAEoA0gAiAEBQhAKDl9zdGF0ZV92ZXJzaW9uIj4KFUxpc3ROYW1lc3BhY2VzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJoChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEjUKCm5hbWVzcGFjZXMYASADKAsyIS5zZXNzaW9uc3RhdGUudjEuTmFtZXNwYWNlU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkinAEKEE5hbWVzcGFjZVN1bW1hcnkSDAoEbmFtZRgBIAEoCRIQCghzZXNzaW9ucxgCIAEoAxIOCgZldmVudHMYAyABKAMSDwoHd2F0Y2hlcxgEIAEoAxIXCg9wZW5kaW5nX25vdGljZXMYBSABKAMSLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiFgoUR2V0U2VydmVySW5mb1JlcXVlc3Qi8QIKFUdldFNlcnZlckluZm9SZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgJEg8KB2JhY2tlbmQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRIaChJkYXRhYmFzZV9yZWFjaGFibGUYBCABKAgSLgoKc3RhcnRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoJcmV0ZW50aW9uGAYgASgLMh8uc2Vzc2lvbnN0YXRlLnYxLlJldGVudGlvblN0YXRlEjcKEHVwc3RyZWFtX21vbml0b3IYByABKAsyHS5zZXNzaW9uc3RhdGUudjEuTW9uaXRvclN0YXRlEjAKB21pbnV0ZXMYCCADKAsyHy5zZXNzaW9uc3RhdGUudjEuTWludXRlQWN0aXZpdHkSJwoGY2FsbGVyGAkgASgLMhcuc2Vzc2lvbnN0YXRlLnYxLkNhbGxlchIRCgluYW1lc3BhY2UYCiABKAkiswEKDlJldGVudGlvblN0YXRlEhYKDnJldGVudGlvbl9kYXlzGAEgASgFEhIKCm1heF9ldmVudHMYAiABKAMSMAoMbGFzdF9wYXNzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIgChhsYXN0X3Bhc3NfZXZlbnRzX3JlbW92ZWQYBCABKAMSIQoZbGFzdF9wYXNzX2N1cnNvcnNfcmVtb3ZlZBgFIAEoAyLcAQoMTW9uaXRvclN0YXRlEhMKC2ludGVydmFsX21zGAEgASgDEjAKDGxhc3RfdGlja19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHwoXbGFzdF90aWNrX2xpbmtzX3NjYW5uZWQYAyABKAUSIQoZbGFzdF90aWNrX2V2ZW50c19yZWNvcmRlZBgEIAEoBRIhChlsYXN0X3RpY2tfbGlua3NfdGltZWRfb3V0GAUgASgFEh4KFmxhc3RfdGlja19saW5rc19mYWlsZWQYBiABKAUigwEKDk1pbnV0ZUFjdGl2aXR5EioKBm1pbnV0ZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXBwZW5kcxgCIAEoAxIWCg5ub3RpY2VzX29wZW5lZBgDIAEoAxIcChRub3RpY2VzX2Fja25vd2xlZGdlZBgEIAEoAyJmCgZDYWxsZXISFQoNYXV0aGVudGljYXRlZBgBIAEoCBISCgp0b2tlbl9uYW1lGAIgASgJEg0KBWFkbWluGAMgASgIEg4KBmFnZW50cxgEIAMoCRISCgpuYW1lc3BhY2VzGAUgAygJMvQDCglSZWNvbmNpbGUSXgoNU2Vzc2lvblN0YXR1cxIlLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3RhdHVzUmVxdWVzdBomLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3RhdHVzUmVzcG9uc2USWwoMTGlzdFNlc3Npb25zEiQuc2Vzc2lvbnN0YXRlLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaJS5zZXNzaW9uc3RhdGUudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USZwoQR2V0U3RhdGVWZXJzaW9ucxIoLnNlc3Npb25zdGF0ZS52MS5HZXRTdGF0ZVZlcnNpb25zUmVxdWVzdBopLnNlc3Npb25zdGF0ZS52MS5HZXRTdGF0ZVZlcnNpb25zUmVzcG9uc2USYQoOTGlzdE5hbWVzcGFjZXMSJi5zZXNzaW9uc3RhdGUudjEuTGlzdE5hbWVzcGFjZXNSZXF1ZXN0Gicuc2Vzc2lvbnN0YXRlLnYxLkxpc3ROYW1lc3BhY2VzUmVzcG9uc2USXgoNR2V0U2VydmVySW5mbxIlLnNlc3Npb25zdGF0ZS52MS5HZXRTZXJ2ZXJJbmZvUmVxdWVzdBomLnNlc3Npb25zdGF0ZS52MS5HZXRTZXJ2ZXJJbmZvUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_sessionstate_v1_types]);
+  fileDesc("Ch9zZXNzaW9uc3RhdGUvdjEvcmVjb25jaWxlLnByb3RvEg9zZXNzaW9uc3RhdGUudjEigQEKFFNlc3Npb25TdGF0dXNSZXF1ZXN0EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIaCg1jaGFuZ2VzX3NpbmNlGAIgASgDSACIAQESDQoFbGltaXQYAyABKAVCEAoOX2NoYW5nZXNfc2luY2UikgEKFVNlc3Npb25TdGF0dXNSZXNwb25zZRIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSFQoNc3RhdGVfdmVyc2lvbhgCIAEoAxI0Cg1zdGF0ZV9jaGFuZ2VzGAMgASgLMh0uc2Vzc2lvbnN0YXRlLnYxLlN0YXRlQ2hhbmdlcyKIAQoMU3RhdGVDaGFuZ2VzEisKBmV2ZW50cxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TdGF0ZUV2ZW50EhMKC2hpc3RvcnlfZ2FwGAIgASgIEhEKCXRydW5jYXRlZBgDIAEoCBIjChtlYXJsaWVzdF9hdmFpbGFibGVfc2VxdWVuY2UYBCABKAMieAoTTGlzdFNlc3Npb25zUmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRISCgprZXlfcHJlZml4GAQgASgJEhQKDHJlY2VudF9maXJzdBgFIAEoCCJiChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIxCghzZXNzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiswEKDlNlc3Npb25TdW1tYXJ5EiwKB3Nlc3Npb24YASABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIVCg1zdGF0ZV92ZXJzaW9uGAIgASgDEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDnBydW5lZF90aHJvdWdoGAQgASgDEhQKDGhhc191cHN0cmVhbRgFIAEoCCJIChdHZXRTdGF0ZVZlcnNpb25zUmVxdWVzdBItCghzZXNzaW9ucxgBIAMoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmIk0KGEdldFN0YXRlVmVyc2lvbnNSZXNwb25zZRIxCgh2ZXJzaW9ucxgBIAMoCzIfLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uVmVyc2lvbiJsCg5TZXNzaW9uVmVyc2lvbhIsCgdzZXNzaW9uGAEgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSGgoNc3RhdGVfdmVyc2lvbhgCIAEoA0gAiAEBQhAKDl9zdGF0ZV92ZXJzaW9uIj4KFUxpc3ROYW1lc3BhY2VzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJoChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEjUKCm5hbWVzcGFjZXMYASADKAsyIS5zZXNzaW9uc3RhdGUudjEuTmFtZXNwYWNlU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkinAEKEE5hbWVzcGFjZVN1bW1hcnkSDAoEbmFtZRgBIAEoCRIQCghzZXNzaW9ucxgCIAEoAxIOCgZldmVudHMYAyABKAMSDwoHd2F0Y2hlcxgEIAEoAxIXCg9wZW5kaW5nX25vdGljZXMYBSABKAMSLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiFgoUR2V0U2VydmVySW5mb1JlcXVlc3QinwMKFUdldFNlcnZlckluZm9SZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgJEg8KB2JhY2tlbmQYAiABKAkSDwoHbm9kZV9pZBgDIAEoCRIaChJkYXRhYmFzZV9yZWFjaGFibGUYBCABKAgSLgoKc3RhcnRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoJcmV0ZW50aW9uGAYgASgLMh8uc2Vzc2lvbnN0YXRlLnYxLlJldGVudGlvblN0YXRlEjcKEHVwc3RyZWFtX21vbml0b3IYByABKAsyHS5zZXNzaW9uc3RhdGUudjEuTW9uaXRvclN0YXRlEjAKB21pbnV0ZXMYCCADKAsyHy5zZXNzaW9uc3RhdGUudjEuTWludXRlQWN0aXZpdHkSJwoGY2FsbGVyGAkgASgLMhcuc2Vzc2lvbnN0YXRlLnYxLkNhbGxlchIRCgluYW1lc3BhY2UYCiABKAkSLAoFaG9va3MYCyADKAsyHS5zZXNzaW9uc3RhdGUudjEuSG9va0FjdGl2aXR5IoIBCgxIb29rQWN0aXZpdHkSCwoDY2xpGAEgASgJEg8KB21hdGNoZWQYAiABKAMSEQoJdW5tYXRjaGVkGAMgASgDEg8KB3JlZnVzZWQYBCABKAMSMAoMbGFzdF9jYWxsX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKzAQoOUmV0ZW50aW9uU3RhdGUSFgoOcmV0ZW50aW9uX2RheXMYASABKAUSEgoKbWF4X2V2ZW50cxgCIAEoAxIwCgxsYXN0X3Bhc3NfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiAKGGxhc3RfcGFzc19ldmVudHNfcmVtb3ZlZBgEIAEoAxIhChlsYXN0X3Bhc3NfY3Vyc29yc19yZW1vdmVkGAUgASgDItwBCgxNb25pdG9yU3RhdGUSEwoLaW50ZXJ2YWxfbXMYASABKAMSMAoMbGFzdF90aWNrX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIfChdsYXN0X3RpY2tfbGlua3Nfc2Nhbm5lZBgDIAEoBRIhChlsYXN0X3RpY2tfZXZlbnRzX3JlY29yZGVkGAQgASgFEiEKGWxhc3RfdGlja19saW5rc190aW1lZF9vdXQYBSABKAUSHgoWbGFzdF90aWNrX2xpbmtzX2ZhaWxlZBgGIAEoBSKDAQoOTWludXRlQWN0aXZpdHkSKgoGbWludXRlGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdhcHBlbmRzGAIgASgDEhYKDm5vdGljZXNfb3BlbmVkGAMgASgDEhwKFG5vdGljZXNfYWNrbm93bGVkZ2VkGAQgASgDImYKBkNhbGxlchIVCg1hdXRoZW50aWNhdGVkGAEgASgIEhIKCnRva2VuX25hbWUYAiABKAkSDQoFYWRtaW4YAyABKAgSDgoGYWdlbnRzGAQgAygJEhIKCm5hbWVzcGFjZXMYBSADKAky9AMKCVJlY29uY2lsZRJeCg1TZXNzaW9uU3RhdHVzEiUuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25TdGF0dXNSZXF1ZXN0GiYuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25TdGF0dXNSZXNwb25zZRJbCgxMaXN0U2Vzc2lvbnMSJC5zZXNzaW9uc3RhdGUudjEuTGlzdFNlc3Npb25zUmVxdWVzdBolLnNlc3Npb25zdGF0ZS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRJnChBHZXRTdGF0ZVZlcnNpb25zEiguc2Vzc2lvbnN0YXRlLnYxLkdldFN0YXRlVmVyc2lvbnNSZXF1ZXN0Gikuc2Vzc2lvbnN0YXRlLnYxLkdldFN0YXRlVmVyc2lvbnNSZXNwb25zZRJhCg5MaXN0TmFtZXNwYWNlcxImLnNlc3Npb25zdGF0ZS52MS5MaXN0TmFtZXNwYWNlc1JlcXVlc3QaJy5zZXNzaW9uc3RhdGUudjEuTGlzdE5hbWVzcGFjZXNSZXNwb25zZRJeCg1HZXRTZXJ2ZXJJbmZvEiUuc2Vzc2lvbnN0YXRlLnYxLkdldFNlcnZlckluZm9SZXF1ZXN0GiYuc2Vzc2lvbnN0YXRlLnYxLkdldFNlcnZlckluZm9SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_sessionstate_v1_types]);
 
 /**
  * SessionStatusRequest asks for one session's status.
@@ -531,6 +531,14 @@ export type GetServerInfoResponse = Message<"sessionstate.v1.GetServerInfoRespon
    * @generated from field: string namespace = 10;
    */
   namespace: string;
+
+  /**
+   * The CLIs' hook calls this server has taken since it started (POST /hooks/<cli> on the HTTP port), one
+   * entry per CLI it takes hooks from (claude, codex, gemini), in every namespace: counts only.
+   *
+   * @generated from field: repeated sessionstate.v1.HookActivity hooks = 11;
+   */
+  hooks: HookActivity[];
 };
 
 /**
@@ -539,6 +547,56 @@ export type GetServerInfoResponse = Message<"sessionstate.v1.GetServerInfoRespon
  */
 export const GetServerInfoResponseSchema: GenMessage<GetServerInfoResponse> = /*@__PURE__*/
   messageDesc(file_sessionstate_v1_reconcile, 13);
+
+/**
+ * HookActivity counts one CLI's hook calls on this server since it started (docs/operations.md, hooks).
+ *
+ * @generated from message sessionstate.v1.HookActivity
+ */
+export type HookActivity = Message<"sessionstate.v1.HookActivity"> & {
+  /**
+   * The CLI: "claude", "codex" or "gemini".
+   *
+   * @generated from field: string cli = 1;
+   */
+  cli: string;
+
+  /**
+   * Well-formed calls that named an adopted transcript or session: its link was scanned at once.
+   *
+   * @generated from field: int64 matched = 2;
+   */
+  matched: bigint;
+
+  /**
+   * Well-formed calls that named none (or another event than a prompt): answered the same, nothing scanned.
+   *
+   * @generated from field: int64 unmatched = 3;
+   */
+  unmatched: bigint;
+
+  /**
+   * Calls refused: a body that is not a JSON object with a string session_id, too large, or a token or
+   * namespace the server did not accept.
+   *
+   * @generated from field: int64 refused = 4;
+   */
+  refused: bigint;
+
+  /**
+   * When the last call came, whatever its outcome; absent before the first.
+   *
+   * @generated from field: google.protobuf.Timestamp last_call_at = 5;
+   */
+  lastCallAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message sessionstate.v1.HookActivity.
+ * Use `create(HookActivitySchema)` to create a new message.
+ */
+export const HookActivitySchema: GenMessage<HookActivity> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_reconcile, 14);
 
 /**
  * RetentionState is retention's configuration and its last pass on this server (SPEC §4). Each
@@ -589,7 +647,7 @@ export type RetentionState = Message<"sessionstate.v1.RetentionState"> & {
  * Use `create(RetentionStateSchema)` to create a new message.
  */
 export const RetentionStateSchema: GenMessage<RetentionState> = /*@__PURE__*/
-  messageDesc(file_sessionstate_v1_reconcile, 14);
+  messageDesc(file_sessionstate_v1_reconcile, 15);
 
 /**
  * MonitorState is the upstream monitor's period and its last tick on this server (SPEC §8).
@@ -645,7 +703,7 @@ export type MonitorState = Message<"sessionstate.v1.MonitorState"> & {
  * Use `create(MonitorStateSchema)` to create a new message.
  */
 export const MonitorStateSchema: GenMessage<MonitorState> = /*@__PURE__*/
-  messageDesc(file_sessionstate_v1_reconcile, 15);
+  messageDesc(file_sessionstate_v1_reconcile, 16);
 
 /**
  * MinuteActivity counts one minute of a namespace's activity on this server.
@@ -688,7 +746,7 @@ export type MinuteActivity = Message<"sessionstate.v1.MinuteActivity"> & {
  * Use `create(MinuteActivitySchema)` to create a new message.
  */
 export const MinuteActivitySchema: GenMessage<MinuteActivity> = /*@__PURE__*/
-  messageDesc(file_sessionstate_v1_reconcile, 16);
+  messageDesc(file_sessionstate_v1_reconcile, 17);
 
 /**
  * Caller is who a call comes from, as its token says.
@@ -737,7 +795,7 @@ export type Caller = Message<"sessionstate.v1.Caller"> & {
  * Use `create(CallerSchema)` to create a new message.
  */
 export const CallerSchema: GenMessage<Caller> = /*@__PURE__*/
-  messageDesc(file_sessionstate_v1_reconcile, 17);
+  messageDesc(file_sessionstate_v1_reconcile, 18);
 
 /**
  * Reconcile is the read side: exact "what changed since version V" answers. It never moves a cursor.
