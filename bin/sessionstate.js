@@ -8,6 +8,17 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const built = `${root}dist/src/cli.js`;
 
+// `sessionstate hook <cli>` runs as a CLI's prompt hook: the prompt waits on it, so it loads its one module
+// and nothing else (no staleness walk of the tree, no server, no client), and exits as soon as it is done.
+if (process.argv[2] === "hook") {
+  const builtHook = `${root}dist/src/commands/hook-command.js`;
+  const sourceHook = `${root}src/commands/hook-command.ts`;
+  const fresh = existsSync(builtHook) && (!existsSync(sourceHook) || statSync(builtHook).mtimeMs >= statSync(sourceHook).mtimeMs);
+  if (!fresh) (await import("tsx/esm/api")).register();
+  const { hookCommand } = await import(fresh ? builtHook : sourceHook);
+  process.exit(await hookCommand(process.argv.slice(3), process.env, process.stdin, process.stdout, process.stderr));
+}
+
 /** Newest modification time of the files under `dir`, in ms. */
 function newestUnder(dir) {
   let newest = 0;

@@ -4,6 +4,7 @@ import { mcpCommand, mcpUsage } from "./mcp-command.js";
 import { statusCommand, statusUsage } from "./status-command.js";
 import { tailCommand, tailUsage } from "./tail-command.js";
 import { tokenCommand, tokenUsage } from "./token-command.js";
+import { hookCommand, hookUsage } from "./hook-command.js";
 
 /** Where a command reads and writes, and what ends it (Ctrl-C, SIGTERM). */
 export interface CommandIo {
@@ -48,5 +49,11 @@ export const operatorCommands: Readonly<Record<string, OperatorCommand>> = {
   ack: { synopsis: "ack <watcher> <target>", summary: "acknowledge a stale notice", usage: ackUsage, run: (args, io) => ackCommand(args, io.env, io.stdout) },
   prune: { synopsis: "prune", summary: "run retention now", usage: pruneUsage, run: (args, io) => pruneCommand(args, io.env, io.stdout) },
   mcp: { synopsis: "mcp", summary: "serve MCP tools for an agent on stdio (needs @sessionstate/mcp)", usage: mcpUsage, run: (args, io) => mcpCommand(args, io.env) },
+  hook: {
+    synopsis: "hook <cli>",
+    summary: "forward a CLI's prompt hook to the server (prints nothing, exits 0)",
+    usage: hookUsage,
+    run: (args, io) => hookCommand(args, io.env, io.stdin, io.stdout, io.stderr),
+  },
   token: { synopsis: "token hash", summary: "hash a token for the tokens file", usage: tokenUsage, run: (args, io) => tokenCommand(args, io.stdin, io.stdout) },
 };
