@@ -3,11 +3,12 @@
  * CLI writes on its standard input to the server's `/hooks/<cli>`, prints nothing (a CLI feeds a hook's
  * output to the model), and exits 0 within 2 s whatever happens: a server that is down, slow or refusing
  * never holds a person's prompt. A CLI's prompt waits on this process, so it loads nothing but Node's own
- * modules (never the server's, never the client's): bin/sessionstate.js imports this file alone.
+ * modules and the list of CLIs (never the server's, never the client's): bin/sessionstate.js imports this file alone.
  */
 import { readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { isHookCli } from "../domain/hook-clis.js";
 
 export const hookUsage = `usage: sessionstate hook claude|codex|gemini [flags]
 
@@ -23,7 +24,6 @@ flags (or environment variables):
   --verbose                                     say on standard error what happened (for trying it by hand)
 `;
 
-const clis = new Set(["claude", "codex", "gemini"]);
 /** Everything is over by then: the process exits 0 whatever is still under way. */
 const budgetMs = 1800;
 /** Largest body forwarded (the server takes 1 MiB). */
@@ -96,7 +96,7 @@ export async function hookCommand(args: readonly string[], env: NodeJS.ProcessEn
   const say = (text: string): void => {
     if (verbose) stderr.write(`sessionstate hook: ${text}\n`);
   };
-  if (cli === undefined || !clis.has(cli)) {
+  if (cli === undefined || !isHookCli(cli)) {
     say(`give the CLI: claude, codex or gemini${cli === undefined ? "" : ` (not "${cli}")`}`);
     return 0;
   }

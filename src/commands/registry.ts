@@ -5,6 +5,7 @@ import { statusCommand, statusUsage } from "./status-command.js";
 import { tailCommand, tailUsage } from "./tail-command.js";
 import { tokenCommand, tokenUsage } from "./token-command.js";
 import { hookCommand, hookUsage } from "./hook-command.js";
+import { hooksCommand, hooksUsage } from "./hooks-command.js";
 
 /** Where a command reads and writes, and what ends it (Ctrl-C, SIGTERM). */
 export interface CommandIo {
@@ -54,6 +55,12 @@ export const operatorCommands: Readonly<Record<string, OperatorCommand>> = {
     summary: "forward a CLI's prompt hook to the server (prints nothing, exits 0)",
     usage: hookUsage,
     run: (args, io) => hookCommand(args, io.env, io.stdin, io.stdout, io.stderr),
+  },
+  hooks: {
+    synopsis: "hooks install|uninstall|status",
+    summary: "put the prompt hook into Claude Code's, Codex's or Gemini CLI's settings; say what is installed",
+    usage: hooksUsage,
+    run: (args, io) => hooksCommand(args, io.env, io.stdout),
   },
   token: { synopsis: "token hash", summary: "hash a token for the tokens file", usage: tokenUsage, run: (args, io) => tokenCommand(args, io.stdin, io.stdout) },
 };

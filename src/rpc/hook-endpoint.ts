@@ -10,7 +10,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { admitCaller, type Authenticate } from "./call-admission.js";
 import { plain } from "./http-port.js";
-import { hookCallFromJson, isHookCli, type HookCalls } from "../upstream/hook-calls.js";
+import { hookCallFromJson, type HookCalls } from "../upstream/hook-calls.js";
+import { isHookCli } from "../domain/hook-clis.js";
 
 /** Largest hook body taken (API.md: 1 MiB). */
 export const maxHookBodyBytes = 1024 * 1024;

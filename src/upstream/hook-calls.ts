@@ -14,12 +14,7 @@ import type { Principal } from "../domain/principal.js";
 import type { HookScans } from "./hook-scans.js";
 import { resolveTranscriptPath } from "./transcript-path.js";
 
-/** The CLIs whose hooks the HTTP port takes, at `/hooks/<cli>`. */
-export const hookClis = ["claude", "codex", "gemini"] as const;
-export type HookCli = (typeof hookClis)[number];
-
-/** The hook event of each CLI that means "a prompt was submitted"; every other event is answered and ignored. */
-export const promptEvents: Readonly<Record<HookCli, string>> = { claude: "UserPromptSubmit", codex: "UserPromptSubmit", gemini: "BeforeAgent" };
+import { hookClis, promptEvents, type HookCli } from "../domain/hook-clis.js";
 
 /** What a hook call may be: its outcome in the metrics and GetServerInfo. */
 export type HookOutcome = "matched" | "unmatched" | "refused";
@@ -43,10 +38,6 @@ export interface HookCall {
 /** Longest session id, prompt id and transcript path taken, in characters. */
 const maxIdLength = 256;
 const maxPathLength = 4096;
-
-export function isHookCli(name: string): name is HookCli {
-  return (hookClis as readonly string[]).includes(name);
-}
 
 /** An optional string field, or the problem with it. */
 function optionalString(body: Record<string, unknown>, field: string, maxLength: number): { value: string | undefined } | { problem: string } {
