@@ -6,6 +6,7 @@ import { tailCommand, tailUsage } from "./tail-command.js";
 import { tokenCommand, tokenUsage } from "./token-command.js";
 import { hookCommand, hookUsage } from "./hook-command.js";
 import { hooksCommand, hooksUsage } from "./hooks-command.js";
+import { adoptCommand, adoptUsage, linksCommand, linksUsage, scanCommand, scanUsage } from "./upstream-commands.js";
 
 /** Where a command reads and writes, and what ends it (Ctrl-C, SIGTERM). */
 export interface CommandIo {
@@ -48,6 +49,9 @@ export const operatorCommands: Readonly<Record<string, OperatorCommand>> = {
   watch: { synopsis: "watch <watcher> <target>", summary: "watch a session", usage: watchUsage, run: (args, io) => watchCommand(args, io.env, io.stdout) },
   unwatch: { synopsis: "unwatch <watcher> <target>", summary: "stop watching a session", usage: unwatchUsage, run: (args, io) => unwatchCommand(args, io.env, io.stdout) },
   ack: { synopsis: "ack <watcher> <target>", summary: "acknowledge a stale notice", usage: ackUsage, run: (args, io) => ackCommand(args, io.env, io.stdout) },
+  links: { synopsis: "links", summary: "list adopted sessions' upstream links and their last scan", usage: linksUsage, run: (args, io) => linksCommand(args, io.env, io.stdout) },
+  adopt: { synopsis: "adopt <key>", summary: "adopt a CLI's transcript as a session's upstream", usage: adoptUsage, run: (args, io) => adoptCommand(args, io.env, io.stdout) },
+  scan: { synopsis: "scan", summary: "scan the adopted transcripts now (one monitor tick)", usage: scanUsage, run: (args, io) => scanCommand(args, io.env, io.stdout) },
   prune: { synopsis: "prune", summary: "run retention now", usage: pruneUsage, run: (args, io) => pruneCommand(args, io.env, io.stdout) },
   mcp: { synopsis: "mcp", summary: "serve MCP tools for an agent on stdio (needs @sessionstate/mcp)", usage: mcpUsage, run: (args, io) => mcpCommand(args, io.env) },
   hook: {

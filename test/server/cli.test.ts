@@ -120,6 +120,11 @@ describe("sessionstate serve", () => {
       prune: "usage: sessionstate prune [--json]",
       mcp: "usage: sessionstate mcp --session KEY",
       token: "usage: sessionstate token hash < token.txt",
+      hook: "usage: sessionstate hook claude|codex|gemini [flags]",
+      hooks: "usage: sessionstate hooks install --cli claude|codex|gemini [--scope user|project] [--transport http|command] [flags]",
+      adopt: "usage: sessionstate adopt <key> --catalog claude|codex|pi --transcript PATH [--thread ID] [--host ID] [--json]",
+      links: "usage: sessionstate links [--agent ID] [--json]",
+      scan: "usage: sessionstate scan [--json]",
     };
     const runs = await Promise.all(
       Object.keys(firstLines).flatMap((command) => [

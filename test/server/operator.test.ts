@@ -2,13 +2,59 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { goal, human, startTestServer } from "../support/helpers.js";
+import { appendFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { goal, human, startTestServer, tempDir } from "../support/helpers.js";
 import { binPath, freePort, runCli } from "../support/process-helpers.js";
 
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
 
 describe("operator commands", () => {
+  test("adopt, links and scan drive the Upstream service, each with exact output and as JSON", async () => {
+    const root = tempDir();
+    const rootPath = realpathSync(root.dir);
+    const file = join(rootPath, "session.jsonl");
+    writeFileSync(file, `${JSON.stringify({ type: "assistant", message: { role: "assistant", content: "hi" } })}\n`);
+    const t = await startTestServer({ transcriptRoot: rootPath, monitorIntervalMs: 86_400_000 });
+    const cli = async (...args: string[]): Promise<[number | null, string, string]> => {
+      const { code, stdout, stderr } = await runCli([...args, "--server", t.server.address], {}, rootPath);
+      return [code, stdout.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z/g, "TIME"), stderr];
+    };
+    try {
+      const size = statSync(file).size;
+      assert.deepEqual(await cli("links"), [0, "no adopted links: sessionstate adopt links one\n", ""]);
+      assert.deepEqual(await cli("adopt", "agent:main:cc", "--catalog", "claude", "--transcript", "session.jsonl", "--thread", "t-1"), [
+        0,
+        `adopted agent:main:cc from claude: file:${file} from byte ${size} (event 1)\n`,
+        "",
+      ]);
+      assert.deepEqual(await cli("adopt", "agent:main:gone", "--catalog", "claude", "--transcript", join(rootPath, "nope.jsonl")), [
+        0,
+        "adopted agent:main:gone from claude, but not linked: the transcript file does not exist\n",
+        "",
+      ]);
+      assert.deepEqual(await cli("adopt", "agent:main:x", "--transcript", file), [2, "", "sessionstate adopt: --catalog: give the CLI that writes the transcript (claude, codex or pi)\nsee 'sessionstate adopt --help'\n"]);
+      await t.watch.watch({ watcherSessionKey: W, target: { key: "agent:main:cc" } });
+      appendFileSync(file, `${JSON.stringify({ type: "user", message: { role: "user", content: "a person typed" } })}\n`);
+      assert.deepEqual(await cli("scan"), [0, "scanned 1 link: 1 event recorded\n", ""]);
+      const after = statSync(file).size;
+      // Columns are padded to their widest cell: compared with each run of spaces as two.
+      const [code, links] = await cli("links");
+      assert.deepEqual([code, links.replace(/ {2,}/g, "  ")], [
+        0,
+        `KEY  CATALOG  SOURCE  MARKER  LAST SCAN  OUTCOME\nagent:main:cc  claude  file:${file}  ${after}  TIME  recorded\n`,
+      ]);
+      const json = JSON.parse((await cli("links", "--json"))[1]) as { links: Array<{ marker: string; threadId: string; lastScanOutcome: string }> };
+      assert.deepEqual(json.links.map((l) => [l.marker, l.threadId, l.lastScanOutcome]), [[String(after), "t-1", "recorded"]]);
+      const scan = JSON.parse((await cli("scan", "--json"))[1]) as Record<string, number>;
+      assert.deepEqual(scan, { linksScanned: 1, eventsRecorded: 0, linksHeld: 0, linksTimedOut: 0, linksFailed: 0 });
+    } finally {
+      await t.dispose();
+      root.remove();
+    }
+  });
+
   test("status prints the version and changes, for people and as JSON", async () => {
     const t = await startTestServer();
     try {

@@ -118,16 +118,18 @@ class ScanNowRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ScanNowResponse(_message.Message):
-    __slots__ = ["events_recorded", "links_held", "links_scanned", "links_timed_out"]
+    __slots__ = ["events_recorded", "links_failed", "links_held", "links_scanned", "links_timed_out"]
     EVENTS_RECORDED_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FAILED_FIELD_NUMBER: _ClassVar[int]
     LINKS_HELD_FIELD_NUMBER: _ClassVar[int]
     LINKS_SCANNED_FIELD_NUMBER: _ClassVar[int]
     LINKS_TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
     events_recorded: int
+    links_failed: int
     links_held: int
     links_scanned: int
     links_timed_out: int
-    def __init__(self, links_scanned: _Optional[int] = ..., events_recorded: _Optional[int] = ..., links_held: _Optional[int] = ..., links_timed_out: _Optional[int] = ...) -> None: ...
+    def __init__(self, links_scanned: _Optional[int] = ..., events_recorded: _Optional[int] = ..., links_held: _Optional[int] = ..., links_timed_out: _Optional[int] = ..., links_failed: _Optional[int] = ...) -> None: ...
 
 class SetRunActiveRequest(_message.Message):
     __slots__ = ["active", "session"]
