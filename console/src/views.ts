@@ -350,6 +350,12 @@ export async function serverView(context: ViewContext): Promise<Child> {
       ),
     ),
     table(
+      "The CLIs' prompt hooks (since this server started, every namespace)",
+      ["CLI", "Last call", "Matched", "Unmatched", "Refused"],
+      info.hooks.map((hooks) => [hooks.cli, hooks.lastCallAt === undefined ? "never" : formatTime(hooks.lastCallAt), count(hooks.matched), count(hooks.unmatched), count(hooks.refused)]),
+      "this server takes no hooks.",
+    ),
+    table(
       `Upstream links in ${context.namespace}`,
       ["Session", "Catalog", "Source", "Missed checks", "Last scanned", "Last outcome"],
       links.map((link) => [

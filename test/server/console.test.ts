@@ -12,6 +12,7 @@ import { appendFileSync, existsSync, mkdirSync, realpathSync, writeFileSync } fr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { createServer } from "node:http";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { hashToken } from "../../src/rpc/tokens.js";
 import { connect, goal, human, startTestServer, tempDir, type Clients, type TestServer } from "../support/helpers.js";
@@ -95,8 +96,23 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     }
     await admin.upstream.adopt({ session: { key: "agent:main:adopted" }, catalogId: "claude", hostId: "host-1", source: { case: "localTranscript", value: { path: transcript } } });
     await admin.watch.watch({ watcherSessionKey: W, target: { key: "agent:main:adopted" } });
-    appendFileSync(transcript, `${JSON.stringify({ type: "user", message: { role: "user", content: "a person typed this" }, timestamp: "2026-12-01T12:05:00Z" })}\n`);
-    await admin.upstream.scanNow({});
+    appendFileSync(
+      transcript,
+      `${JSON.stringify({ type: "user", message: { role: "user", content: "a person typed this" }, promptId: "p-1", timestamp: "2026-12-01T12:05:00Z" })}\n`,
+    );
+    // Claude Code's hook call for the prompt: the server scans the transcript at once and records the turn.
+    const hook = await fetch(`${base}/hooks/claude`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${secrets.admin}` },
+      body: JSON.stringify({ session_id: "s-1", transcript_path: transcript, prompt_id: "p-1", hook_event_name: "UserPromptSubmit" }),
+    });
+    assert.equal(hook.status, 204);
+    const humanTurns = async () =>
+      (await admin.reconcile.sessionStatus({ session: { key: "agent:main:adopted" }, changesSince: 0n })).stateChanges!.events.filter((e) => e.summary === "human message via claude").length;
+    for (let tries = 0; (await humanTurns()) === 0; tries++) {
+      assert.ok(tries < 200, "the hook's scan recorded the turn");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
     // Namespace team-a: sessions of the same names, which the default namespace never sees.
     await teamA.signalLog.append(goal("agent:main:team-a-only"));
     browser = await chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox"] });
@@ -236,11 +252,24 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     for (const [term, value] of [["Version", info.version], ["Backend", info.backend], ["Node id", info.nodeId], ["Database", "reachable"], ["Your token", "operator (admin)"]]) {
       assert.match(facts, new RegExp(`${term}\\s+${value!.replace(/[.()]/g, "\\$&")}`));
     }
-    assert.deepEqual(await links.locator("tbody tr").first().locator("td").allInnerTexts().then((cells) => [cells[0], cells[1], cells[5]]), [
-      "agent:main:adopted",
-      "claude",
-      "recorded",
-    ]);
+    // The outcome is ListUpstreamLinks' at the moment the page read it: the hook's scan recorded the turn,
+    // and the monitor's first tick (15 s after start) may have scanned the link again since.
+    const outcomeNow = async () => (await admin.upstream.listUpstreamLinks({})).links[0]!.lastScanOutcome;
+    let shown: (string | undefined)[] = [];
+    for (let tries = 0; tries < 3; tries++) {
+      const before = await outcomeNow();
+      await page.reload();
+      await links.waitFor();
+      shown = await links.locator("tbody tr").first().locator("td").allInnerTexts().then((cells) => [cells[0], cells[1], cells[5]]);
+      if (shown[2] === before && (await outcomeNow()) === before) break;
+    }
+    assert.deepEqual(shown, ["agent:main:adopted", "claude", await outcomeNow()]);
+    assert.ok(["recorded", "scanned"].includes(shown[2]!));
+    const hooks = page.getByRole("table").filter({ hasText: "The CLIs' prompt hooks" });
+    const claude = await hooks.locator("tbody tr").first().locator("td").allInnerTexts();
+    assert.deepEqual([claude[0], claude[2], claude[3], claude[4]], ["claude", "1", "0", "0"]);
+    assert.notEqual(claude[1], "never");
+    assert.deepEqual(await hooks.locator("tbody tr").nth(1).locator("td").allInnerTexts(), ["codex", "never", "0", "0", "0"]);
     await shoot(page, "server");
     await page.close();
   });
@@ -254,6 +283,61 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     await page.getByRole("alert").filter({ hasText: 'Your token may not see this: namespace "default" is outside the scope of token "gateway-a"' }).waitFor();
     assert.equal(await page.getByText(worker(1)).count(), 0);
     await page.close();
+  });
+
+  test("a page of another origin, or one that rebound its name to this port, can neither read nor append (auth off)", async () => {
+    const open = await startTestServer({ httpListen: { host: "127.0.0.1", port: 0 } });
+    const port = Number(open.server.httpAddress!.split(":")[1]);
+    // Another local origin: a page served on its own port, as any local web app's.
+    const other = createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>elsewhere</title>"));
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    // A rebinding page: the browser resolves attacker.test to this machine, as DNS rebinding makes it.
+    const rebinding = await chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox", "--host-resolver-rules=MAP attacker.test 127.0.0.1"] });
+    try {
+      const append = JSON.stringify({ session: { key: "agent:main:victim" }, kind: "EVENT_KIND_GOAL_CHANGED", actorType: "ACTOR_TYPE_AGENT", summary: "written by a web page" });
+      // Page script as text: tsx would add helpers of its own to a function handed to the page.
+      const attack = (page: Page, api: string): Promise<Record<string, string>> =>
+        page.evaluate(`(async () => {
+          const api = ${JSON.stringify(api)};
+          const append = ${JSON.stringify(append)};
+          const outcome = (request) => request.then(
+            async (response) => (response.status + " " + (await response.text())).trim(),
+            (error) => "failed: " + error.message,
+          );
+          return {
+            read: await outcome(fetch(api + "/sessionstate.v1.Reconcile/ListNamespaces", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })),
+            append: await outcome(fetch(api + "/sessionstate.v1.SignalLog/Append", { method: "POST", headers: { "content-type": "application/json" }, body: append })),
+            // A "simple" request sends no preflight: the port refuses it for its Origin before reading it.
+            blind: await outcome(fetch(api + "/sessionstate.v1.SignalLog/Append", { method: "POST", mode: "no-cors", headers: { "content-type": "text/plain" }, body: append })),
+          };
+        })()`);
+      const elsewhere = await browser.newPage();
+      await elsewhere.goto(`http://127.0.0.1:${(other.address() as { port: number }).port}/`);
+      const fromElsewhere = await attack(elsewhere, `http://127.0.0.1:${port}`);
+      const rebound = await rebinding.newPage();
+      const landing = await rebound.goto(`http://attacker.test:${port}/`);
+      const fromRebound = await attack(rebound, `http://attacker.test:${port}`);
+      console.log(`another origin: ${JSON.stringify(fromElsewhere)}; rebound name: ${landing?.status()} ${JSON.stringify(fromRebound)}`);
+      assert.deepEqual(fromElsewhere, { read: "failed: Failed to fetch", append: "failed: Failed to fetch", blind: "0" });
+      assert.equal(landing?.status(), 421, "the console is not served to a rebound name");
+      const misdirected = "421 misdirected request: this server does not answer to that name (see --http-allowed-hosts)";
+      assert.deepEqual(fromRebound, { read: misdirected, append: misdirected, blind: misdirected });
+      const victim = await open.reconcile.sessionStatus({ session: { key: "agent:main:victim" } });
+      assert.equal(victim.stateVersion, 0n, "nothing was appended");
+      assert.deepEqual((await open.reconcile.listNamespaces({})).namespaces, []);
+      // The console itself still works at its own names.
+      for (const name of [`localhost:${port}`, `127.0.0.1:${port}`]) {
+        const page = await browser.newPage();
+        await page.goto(`http://${name}/#/`);
+        await page.getByRole("heading", { name: "Namespaces" }).waitFor();
+        await page.close();
+      }
+      await elsewhere.close();
+    } finally {
+      await rebinding.close();
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+      await open.dispose();
+    }
   });
 
   test("the page broke no rule of its content security policy and asked nothing of any other origin", async () => {

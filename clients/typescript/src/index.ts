@@ -131,6 +131,8 @@ export {
   MonitorStateSchema,
   type MinuteActivity,
   MinuteActivitySchema,
+  type HookActivity,
+  HookActivitySchema,
   type Caller,
   CallerSchema,
   Reconcile,
