@@ -2,7 +2,7 @@
  * The CLIs' hooks (SPEC §8.2, issue 40): a hook call to the HTTP port is answered 204 at once and triggers
  * a scan of the links it names, by the monitor's own rules, looking again until the prompt's row is there.
  * The monitor's own tick is a day away in these tests: every notice here comes from a hook.
- * Payloads: test/fixtures/hooks (recorded from Claude Code 2.1.328 and Codex 0.169.0; see its README).
+ * Payloads: test/fixtures/hooks (recorded from Claude Code 2.1.197 and Codex 0.171.0; see its README).
  */
 import assert from "node:assert/strict";
 import { appendFileSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
@@ -21,7 +21,7 @@ function payload(name: string, fields: Record<string, unknown>): Record<string, 
   return { ...(JSON.parse(readFileSync(new URL(`${name}.json`, fixtures), "utf8")) as Record<string, unknown>), ...fields };
 }
 const row = (value: unknown): string => `${JSON.stringify(value)}\n`;
-/** A Claude Code user row, as 2.1.328 writes a typed prompt (shortened: test/fixtures/hooks/README.md). */
+/** A Claude Code user row, as 2.1.197 writes a typed prompt (shortened: test/fixtures/hooks/README.md). */
 const claudePrompt = (text: string, promptId: string, sessionId: string) =>
   row({ type: "user", message: { role: "user", content: text }, promptId, sessionId, promptSource: "typed", timestamp: new Date().toISOString() });
 const assistant = (text: string) => row({ type: "assistant", message: { role: "assistant", content: [{ type: "text", text }] } });
