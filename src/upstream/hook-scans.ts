@@ -6,6 +6,7 @@
  * bound passes; the rest is the next tick's. While a run is active on the session the scan waits for the
  * run's end. A hook's text is never read here: the transcript decides.
  */
+import { watch, type FSWatcher } from "node:fs";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -50,6 +51,17 @@ interface Waiting {
   seen: { prompts: number; promptIds: Set<string> };
   /** Set by a new call while the loop sleeps: look again now. */
   wake: (() => void) | undefined;
+}
+
+/** Watches a file for changes (not keeping the process alive); undefined where it cannot (the poll remains). */
+function watchFile(path: string, changed: () => void): FSWatcher | undefined {
+  try {
+    const watcher = watch(path, { persistent: false }, changed);
+    watcher.on("error", () => watcher.close());
+    return watcher;
+  } catch {
+    return undefined;
+  }
 }
 
 /** True when the passes so far read the row a wait is for. */
@@ -134,23 +146,47 @@ export class HookScans {
   }
 
   private async lookUntilSeen(key: string, waiting: Waiting): Promise<void> {
-    while (waiting.waits.length > 0 && !this.stopped) {
-      const link = await this.store.getLink(waiting.session);
-      if (link === undefined || !isLocalTranscript(link)) return;
-      if ((await this.activity.runState(waiting.session)).active) return this.defer(key, waiting);
-      const check = await this.monitor.checkNow(link);
-      if (check.runActive) return this.defer(key, waiting);
-      const now = performance.now();
-      if (check.recorded) {
-        const first = Math.min(...waiting.waits.map((wait) => wait.calledAt));
-        this.metrics?.hookToEvent.observe((now - first) / 1000);
+    // The transcript's changes wake the loop at once (inotify); the poll is the floor when they cannot.
+    let watcher: FSWatcher | undefined;
+    let watchedPath: string | undefined;
+    try {
+      while (waiting.waits.length > 0 && !this.stopped) {
+        const link = await this.store.getLink(waiting.session);
+        if (link === undefined || link.source.kind !== "transcript") return;
+        if (watchedPath !== link.source.path) {
+          watcher?.close();
+          watchedPath = link.source.path;
+          watcher = watchFile(watchedPath, () => waiting.wake?.());
+        }
+        if (!(await this.lookOnce(key, waiting, link))) return;
       }
-      waiting.seen.prompts += check.prompts;
-      for (const id of check.promptIds) waiting.seen.promptIds.add(id);
-      if (check.promptIds.length > 0) this.rememberRead(key, check.promptIds);
-      waiting.waits = waiting.waits.filter((wait) => !isSeen(wait, waiting.seen) && now < wait.untilMs);
-      if (waiting.waits.length > 0) await this.pause(waiting);
+    } finally {
+      watcher?.close();
     }
+  }
+
+  /** One look at a link for the calls waiting on it; false when the loop is over (deferred to a run's end). */
+  private async lookOnce(key: string, waiting: Waiting, link: LinkRecord): Promise<boolean> {
+    if ((await this.activity.runState(waiting.session)).active) {
+      this.defer(key, waiting);
+      return false;
+    }
+    const check = await this.monitor.checkNow(link);
+    if (check.runActive) {
+      this.defer(key, waiting);
+      return false;
+    }
+    const now = performance.now();
+    if (check.recorded) {
+      const first = Math.min(...waiting.waits.map((wait) => wait.calledAt));
+      this.metrics?.hookToEvent.observe((now - first) / 1000);
+    }
+    waiting.seen.prompts += check.prompts;
+    for (const id of check.promptIds) waiting.seen.promptIds.add(id);
+    if (check.promptIds.length > 0) this.rememberRead(key, check.promptIds);
+    waiting.waits = waiting.waits.filter((wait) => !isSeen(wait, waiting.seen) && now < wait.untilMs);
+    if (waiting.waits.length > 0) await this.pause(waiting);
+    return true;
   }
 
   private rememberRead(key: string, promptIds: readonly string[]): void {

@@ -261,6 +261,10 @@ test("every command of README.md and the clients' READMEs works as written, agai
     const bufStream = await untilFirstMessage(joined(apiBlocks[1]!), repoRoot, env, /"synced"/);
     assert.match(bufStream, /^\{\s*"synced": \{\}\s*\}/);
     assert.equal(await untilFirstMessage(onHttpPort(apiBlocks[2]!.text), operator, env, /\{"synced":\{\}\}/), '\0\0\0\0\r{"synced":{}}');
+    // docs/api.md, the CLIs' hooks: a hook call by hand, answered 204 (nothing is adopted here: the same answer).
+    const hookBlocks = codeBlocks("docs/api.md").filter((b) => b.heading === "The CLIs' hooks");
+    assert.deepEqual(hookBlocks.map((b) => b.lang), ["sh"]);
+    assert.equal((await mustRun(joined(hookBlocks[0]!), operator, env)).stdout, "204\n");
 
     // README.md, A client: saved as it says, in the CommonJS project the client was installed in, run as it says.
     const snippet = block("README.md", "A client", "js");
