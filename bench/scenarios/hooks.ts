@@ -163,9 +163,11 @@ async function ownPrompts(setup: Setup, notices: Notices, tag: string): Promise<
   return notices.received.filter((notice, index) => index >= before && notice.target!.key.startsWith(`agent:main:${tag}-`)).length;
 }
 
-/** Append p99 (ms) at 200/s in alternating 3 s rounds, with and without 200 unmatched hook calls a second beside it. */
+/**
+ * Append p99 (ms) at 200/s in alternating 3 s rounds, alone and beside 200 unmatched hook calls a second
+ * sent by a process of their own (bench/hook-flood.ts), so that sending them never delays the appends.
+ */
 async function appendWithHookFlood(setup: Setup): Promise<{ quiet: number; flooded: number; calls: number; rounds: string }> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
   const quiet: number[] = [];
   const flooded: number[] = [];
   let calls = 0;
@@ -182,16 +184,19 @@ async function appendWithHookFlood(setup: Setup): Promise<{ quiet: number; flood
   for (let round = 0; round < 10; round++) {
     if (round % 2 === 0) {
       quiet.push(await appendRound());
-    } else {
-      const flood = atFixedRate(200, 3000, async (n) => {
-        calls++;
-        await postHook(setup.http, agent, "claude", { session_id: `nobody-${n}`, transcript_path: `/nowhere/${n}.jsonl`, prompt_id: `x-${n}`, hook_event_name: "UserPromptSubmit" });
-      });
-      flooded.push(await appendRound());
-      await flood;
+      continue;
     }
+    const flood = spawn(process.execPath, ["--import", "tsx", join(root, "bench/hook-flood.ts"), setup.http, "200", "3.5"], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    flood.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const done = new Promise((resolve) => flood.on("exit", resolve));
+    await sleep(400); // its start-up, so the round runs beside its calls
+    flooded.push(await appendRound());
+    await done;
+    const [sent, answered] = out.trim().split(" ").map(Number);
+    if (sent !== answered) throw new Error(`hook flood: ${answered} of ${sent} calls answered 204`);
+    calls += sent!;
   }
-  agent.destroy();
   const rounds = quiet.map((q, i) => `${q.toFixed(1)}/${flooded[i]!.toFixed(1)}`).join(" ");
   return { quiet: median(quiet), flooded: median(flooded), calls, rounds };
 }

@@ -1,6 +1,6 @@
 /**
  * The names the HTTP port answers to (SPEC §13.1): its listen address, and on a loopback address
- * `localhost`, `127.0.0.1` and `[::1]`, each with its port; on a wildcard address the machine's own IP
+ * `localhost`, `127.0.0.1` and `[::1]`, each with its port; on a wildcard address also the machine's own IP
  * literals; and the names configured with `--http-allowed-hosts`. A request addressed to any other name
  * (a `Host` header a rebinding page's browser sends) is refused before anything is read, and so is a
  * request a browser sends from a page of another origin. Pure but for the interface list it is given.
@@ -66,6 +66,8 @@ export function hostPolicyFor(options: {
   const ownHosts = new Set<string>();
   const lower = listenHost.toLowerCase().replace(/^\[(.*)\]$/u, "$1");
   if (isWildcardHost(lower)) {
+    // Its listen address as written (what `serve` prints), and every address of this machine.
+    ownHosts.add(hostLiteral(lower));
     for (const address of options.interfaceAddresses) ownHosts.add(hostLiteral(address.replace(/%.*$/u, "")));
   } else {
     ownHosts.add(hostLiteral(lower));

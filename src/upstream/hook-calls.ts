@@ -12,7 +12,8 @@ import type { Store } from "../store/store.js";
 import { StatusError } from "../errors.js";
 import type { Principal } from "../domain/principal.js";
 import type { HookScans } from "./hook-scans.js";
-import { resolveTranscriptPath } from "./transcript-path.js";
+import { isInside, resolveTranscriptPath } from "./transcript-path.js";
+import { resolve } from "node:path";
 
 import { hookClis, promptEvents, type HookCli } from "../domain/hook-clis.js";
 
@@ -153,6 +154,9 @@ export class HookCalls {
   private async pathInsideRoot(given: string | undefined): Promise<string | undefined> {
     const root = this.deps.transcriptRoot;
     if (root === undefined || given === undefined) return undefined;
+    // Outside the root by its very text: no look at the file system (and no error made: the common case
+    // of a CLI whose transcripts this server does not read).
+    if (!isInside(root, resolve(root, given))) return undefined;
     try {
       const target = await resolveTranscriptPath(root, given);
       return "declined" in target ? undefined : target.path;

@@ -5,7 +5,8 @@ import { StatusError } from "../errors.js";
 /** A transcript file inside the root, or the reason it cannot be linked. */
 export type TranscriptTarget = { path: string; sizeBytes: number } | { declined: string };
 
-function isInside(root: string, candidate: string): boolean {
+/** True when `candidate` (an absolute path) is `root` or under it, lexically. */
+export function isInside(root: string, candidate: string): boolean {
   const rel = relative(root, candidate);
   return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
 }

@@ -71,9 +71,9 @@ describe("the names the HTTP port answers to", () => {
 });
 
 describe("hostPolicyFor", () => {
-  test("a wildcard address answers to the machine's own IP literals, nothing else unless configured", () => {
+  test("a wildcard address answers to itself and the machine's own IP literals, nothing else unless configured", () => {
     const policy = hostPolicyFor({ listenHost: "0.0.0.0", port: 8080, tls: true, configured: [], interfaceAddresses: ["127.0.0.1", "10.1.2.3", "::1", "fe80::1%eth0"] });
-    assert.deepEqual(policy.names, ["127.0.0.1:8080", "10.1.2.3:8080", "[::1]:8080", "[fe80::1]:8080"]);
+    assert.deepEqual(policy.names, ["0.0.0.0:8080", "127.0.0.1:8080", "10.1.2.3:8080", "[::1]:8080", "[fe80::1]:8080"]);
     assert.equal(policy.allowsHost("10.1.2.3:8080"), true);
     assert.equal(policy.allowsHost("10.1.2.3"), false, "the port is 8080, not TLS's 443");
     assert.equal(policy.allowsHost("localhost:8080"), false);

@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { sessionPageStart, type SessionId } from "../../domain/session-key.js";
 import type { LinkRecord } from "../../domain/records.js";
 import { linkFromRow, type LinkRow } from "../rows.js";
-import { linkSourceToText } from "../../domain/upstream-link.js";
+import { isLocalTranscript, linkSourceToText } from "../../domain/upstream-link.js";
 
 /** Prepared statements over the `upstream_links` table. Callers own the transactions. */
 export class LinkTables {
@@ -55,7 +55,7 @@ export class LinkTables {
       "SELECT * FROM upstream_links INDEXED BY upstream_links_by_source WHERE namespace = ? AND source = ? LIMIT ?",
     );
     this.byThread = db.prepare<[string, string, number], LinkRow>(
-      "SELECT * FROM upstream_links INDEXED BY upstream_links_by_thread WHERE namespace = ? AND thread_id = ? AND source LIKE 'file:%' LIMIT ?",
+      "SELECT * FROM upstream_links INDEXED BY upstream_links_by_thread WHERE namespace = ? AND thread_id = ? LIMIT ?",
     );
     this.pageOfAgent = db.prepare<[string, string, string, number], LinkRow>(
       "SELECT * FROM upstream_links WHERE namespace = ? AND agent_id = ? AND session_key > ? ORDER BY session_key LIMIT ?",
@@ -66,7 +66,7 @@ export class LinkTables {
   hookLinks(namespace: string, lookup: { path: string | undefined; threadId: string }, limit: number): LinkRecord[] {
     const bySource = lookup.path === undefined ? [] : this.bySource.all(namespace, linkSourceToText({ kind: "transcript", path: lookup.path }), limit);
     const rows = bySource.length > 0 || lookup.threadId === "" ? bySource : this.byThread.all(namespace, lookup.threadId, limit);
-    return rows.map(linkFromRow);
+    return rows.map(linkFromRow).filter(isLocalTranscript);
   }
 
   /** The link of a session, if any. */
