@@ -32,8 +32,8 @@ Claude Code an http hook) into the CLI's own settings, takes it out again, or sa
                       shows "UserPromptSubmit hook failed" under every prompt)
   --server URL        SESSIONSTATE_HTTP_URL     the server's HTTP port, default http://127.0.0.1:50052
   --namespace NAME    SESSIONSTATE_NAMESPACE    written into the hook
-  --token-file PATH   the hook reads its token there (command); otherwise it takes $SESSIONSTATE_TOKEN
-                      from the CLI's environment
+  --token-file PATH   install: the hook reads its token there (command); otherwise it takes
+                      $SESSIONSTATE_TOKEN from the CLI's environment. status: the token to ask the server with
   --json              status: one JSON object
 `;
 
@@ -196,7 +196,15 @@ interface ServerHooks {
 async function serverHooks(values: Record<string, unknown>, env: NodeJS.ProcessEnv): Promise<ServerHooks[] | string> {
   const base = httpBase(values, env);
   const headers: Record<string, string> = { "content-type": "application/json" };
-  const token = env.SESSIONSTATE_TOKEN;
+  const tokenFile = typeof values["token-file"] === "string" ? values["token-file"] : undefined;
+  let token = env.SESSIONSTATE_TOKEN;
+  if (tokenFile !== undefined) {
+    try {
+      token = readFileSync(tokenFile, "utf8").trim();
+    } catch {
+      throw new UsageError(`--token-file: cannot read ${tokenFile}`);
+    }
+  }
   if (token !== undefined && token !== "") headers.authorization = `Bearer ${token}`;
   const namespace = typeof values.namespace === "string" ? values.namespace : env.SESSIONSTATE_NAMESPACE;
   if (namespace !== undefined && namespace !== "") headers["sessionstate-namespace"] = namespace;

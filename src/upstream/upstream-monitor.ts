@@ -174,8 +174,14 @@ export class UpstreamMonitor {
         do {
           entry.again = false;
           found = mergeChecks(found, await this.checkLink(current));
-          // Another pass reads the link as it is now: the pass before may have moved its marker.
-          if (entry.again && !this.stopped) current = await this.store.getLink(link.session);
+          // Another pass reads the link as it is now: the pass before may have moved its marker. A read that
+          // fails ends the passes (logged): the next tick or call checks again.
+          if (entry.again && !this.stopped) {
+            current = await this.store.getLink(link.session).catch((err: unknown) => {
+              this.log.error({ err, agentId: link.session.agentId }, "upstream link read failed");
+              return undefined;
+            });
+          }
         } while (entry.again && !this.stopped && current !== undefined && isLocalTranscript(current));
       } finally {
         this.checking.delete(key);
