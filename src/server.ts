@@ -205,7 +205,7 @@ function createGrpcServer(
     SignalLog,
     signalLogHandlers({ store, clock, retention: jobs.retention, metrics, log: logger.child({ component: "rpc" }), activityByMinute }),
   );
-  edge.addService(Watch, watchHandlers({ store, hub, clock, metrics, activityByMinute }));
+  edge.addService(Watch, watchHandlers({ store, hub, clock, metrics, activityByMinute, consumerGroups: facts.backend === "sqlite" }));
   edge.addService(Reconcile, reconcileHandlers({ store, statusCacheBytes: config.statusCacheBytes, metrics, server: facts }), {
     everyNamespace: ["listNamespaces"],
   });

@@ -47,7 +47,7 @@ export function encodeStateEvent(event: EventFields): Uint8Array {
 }
 
 /** A Cursor message field: the one encoder of Cursor. */
-export function writeCursor(writer: WireWriter, field: number, cursor: CursorRecord): void {
+export function writeCursor(writer: WireWriter, field: number, cursor: CursorRecord, claimedBy = ""): void {
   writeMessage(writer, field, (w) => {
     writeString(w, cursorField.watcherSessionKey.number, cursor.watcherKey);
     writeSessionRef(w, cursorField.target.number, cursor.target);
@@ -58,5 +58,6 @@ export function writeCursor(writer: WireWriter, field: number, cursor: CursorRec
     writeInteger(w, cursorField.provenance.number, provenancesToProto.get(cursor.provenance)!);
     writePackedEnums(w, cursorField.extraMaterialKinds.number, cursor.extraKinds.map((kind) => kindsToProto.get(kind)!));
     if (hasLiveNotice(cursor)) writeString(w, cursorField.pendingNoticeText.number, noticeFromCursor(cursor).text);
+    writeString(w, cursorField.claimedBy.number, claimedBy);
   });
 }

@@ -122,7 +122,7 @@ const noticeField = StaleNoticeSchema.field;
 const streamField = SubscribeStaleNoticesResponseSchema.field;
 
 /** A SubscribeStaleNoticesResponse carrying one notice. */
-export function noticeResponse(notice: Notice): WireMessage<typeof SubscribeStaleNoticesResponseSchema> {
+export function noticeResponse(notice: Notice, claim?: { claimId: string; deliveryCount: number }): WireMessage<typeof SubscribeStaleNoticesResponseSchema> {
   const writer = newWriter();
   writeMessage(writer, streamField.notice.number, (w) => {
     writeString(w, noticeField.watcherSessionKey.number, notice.watcherKey);
@@ -133,6 +133,10 @@ export function noticeResponse(notice: Notice): WireMessage<typeof SubscribeStal
     writeBool(w, noticeField.wake.number, notice.wake);
     writeString(w, noticeField.contextKey.number, notice.contextKey);
     writeBool(w, noticeField.queueOnly.number, notice.queueOnly);
+    if (claim !== undefined) {
+      writeString(w, noticeField.claimId.number, claim.claimId);
+      writeInteger(w, noticeField.deliveryCount.number, claim.deliveryCount);
+    }
   });
   return new WireMessage(finishToBuffer(writer));
 }
@@ -145,26 +149,26 @@ export function syncedResponse(pendingDelivered: number): WireMessage<typeof Sub
 }
 
 /** An AckNoticesResponse: one AckResult per outcome, in order. */
-export function ackResponse(outcomes: readonly AckOutcome[]): WireMessage<typeof AckNoticesResponseSchema> {
+export function ackResponse(outcomes: readonly AckOutcome[], claimedBy?: (cursor: CursorRecord) => string): WireMessage<typeof AckNoticesResponseSchema> {
   const writer = newWriter();
   const resultField = AckResultSchema.field;
   for (const outcome of outcomes) {
     writeMessage(writer, AckNoticesResponseSchema.field.results.number, (w) => {
       writeBool(w, resultField.acknowledged.number, outcome.acknowledged);
       writeBool(w, resultField.reopened.number, outcome.reopened);
-      if (outcome.cursor !== undefined) writeCursor(w, resultField.cursor.number, outcome.cursor);
+      if (outcome.cursor !== undefined) writeCursor(w, resultField.cursor.number, outcome.cursor, claimedBy?.(outcome.cursor));
     });
   }
   return new WireMessage(finishToBuffer(writer));
 }
 
 /** A WatchResponse: watched with its cursor, or refused with a reason. */
-export function watchResponse(result: { cursor: CursorRecord } | { reason: string }): WireMessage<typeof WatchResponseSchema> {
+export function watchResponse(result: { cursor: CursorRecord } | { reason: string }, claimedBy?: (cursor: CursorRecord) => string): WireMessage<typeof WatchResponseSchema> {
   const writer = newWriter();
   const field = WatchResponseSchema.field;
   if ("cursor" in result) {
     writeBool(writer, field.watched.number, true);
-    writeCursor(writer, field.cursor.number, result.cursor);
+    writeCursor(writer, field.cursor.number, result.cursor, claimedBy?.(result.cursor));
   } else {
     writeString(writer, field.reason.number, result.reason);
   }
@@ -172,10 +176,10 @@ export function watchResponse(result: { cursor: CursorRecord } | { reason: strin
 }
 
 /** A ListWatchesResponse: a page of cursors and the token of the next page ("" on the last). */
-export function listWatchesResponse(cursors: readonly CursorRecord[], nextPageToken: string): WireMessage<typeof ListWatchesResponseSchema> {
+export function listWatchesResponse(cursors: readonly CursorRecord[], nextPageToken: string, claimedBy?: (cursor: CursorRecord) => string): WireMessage<typeof ListWatchesResponseSchema> {
   const writer = newWriter();
   const field = ListWatchesResponseSchema.field;
-  for (const cursor of cursors) writeCursor(writer, field.cursors.number, cursor);
+  for (const cursor of cursors) writeCursor(writer, field.cursors.number, cursor, claimedBy?.(cursor));
   writeString(writer, field.nextPageToken.number, nextPageToken);
   return new WireMessage(finishToBuffer(writer));
 }

@@ -196,7 +196,8 @@ export async function watchesCommand(
             });
             out.write(jsonLine(StaleNoticeSchema, message));
           }
-          notices.push(`${record.watcherKey} -> ${record.target.key} (agent ${record.target.agentId})  L ${record.acked}  N ${record.notified}  M ${record.material}\n  ${cursor.pendingNoticeText}`);
+          const held = cursor.claimedBy === "" ? "" : `\n  held by ${cursor.claimedBy.split("\n").join("; ")}`;
+          notices.push(`${record.watcherKey} -> ${record.target.key} (agent ${record.target.agentId})  L ${record.acked}  N ${record.notified}  M ${record.material}\n  ${cursor.pendingNoticeText}${held}`);
         }
         rows.push([
           record.watcherKey,
@@ -205,7 +206,8 @@ export async function watchesCommand(
           String(record.acked),
           String(record.notified),
           String(record.material),
-          cursor.pendingNoticeText === "" ? "no" : "yes",
+          // A consumer group's member holds it: which group, and the member's address.
+          cursor.pendingNoticeText === "" ? "no" : cursor.claimedBy === "" ? "yes" : `yes, held by ${cursor.claimedBy.split("\n").join("; ")}`,
           enumText(WatchProvenance, cursor.provenance),
           timeText(cursor.updatedAt),
         ]);

@@ -2,11 +2,13 @@ import { StaleNoticeSchema } from "../../gen/sessionstate/v1/watch_pb.js";
 import { connectionUsage, describeCallFailure, parseCommandArgs, serverAddress, UsageError, withClient } from "./connection.js";
 import { counted, jsonLine } from "./output.js";
 
-export const tailUsage = `usage: sessionstate tail (--watcher KEY | --prefix PREFIX)... [--ack] [--json]
+export const tailUsage = `usage: sessionstate tail (--watcher KEY | --prefix PREFIX)... [--group G [--max-in-flight N]] [--ack] [--json]
 
 Prints stale notices as they come (pending ones first), reconnecting when the stream breaks; says on
 standard error when it is connected, when the pending notices have all come (synced), and why it is
-reconnecting. --ack acknowledges each notice after printing it.
+reconnecting. --ack acknowledges each notice after printing it. --group joins a consumer group: each
+notice goes to one member of the group at a time (its claim and delivery count are printed), and one
+not acknowledged goes to another member when this tail ends.
 
 ${connectionUsage}
 `;
@@ -24,7 +26,12 @@ export async function tailCommand(
     prefix: { type: "string", multiple: true },
     ack: { type: "boolean" },
     json: { type: "boolean" },
+    group: { type: "string" },
+    "max-in-flight": { type: "string" },
   });
+  const maxInFlight = values["max-in-flight"] === undefined ? undefined : Number(values["max-in-flight"]);
+  if (maxInFlight !== undefined && (!Number.isInteger(maxInFlight) || maxInFlight < 1 || maxInFlight > 1000)) throw new UsageError("--max-in-flight: give a whole number from 1 to 1000");
+  if (maxInFlight !== undefined && values.group === undefined) throw new UsageError("--max-in-flight: only with --group");
   const watchers = values.watcher ?? [];
   const prefixes = values.prefix ?? [];
   if (watchers.length === 0 && prefixes.length === 0) throw new UsageError("give at least one --watcher or --prefix");
@@ -36,6 +43,8 @@ export async function tailCommand(
       watchers,
       prefixes,
       signal,
+      ...(values.group === undefined ? {} : { group: values.group }),
+      ...(maxInFlight === undefined ? {} : { maxInFlight }),
       onConnected: () => {
         lastReason = undefined;
         err.write(`connected to ${address}\n`);
@@ -49,7 +58,10 @@ export async function tailCommand(
     });
     for await (const notice of notices) {
       if (values.json === true) out.write(jsonLine(StaleNoticeSchema, notice));
-      else out.write(`${notice.watcherSessionKey}${notice.wake ? " (wake)" : ""}${notice.queueOnly ? " (queue only)" : ""}: ${notice.text}\n`);
+      else {
+        const claim = notice.claimId === "" ? "" : ` (claim ${notice.claimId}, delivery ${notice.deliveryCount})`;
+        out.write(`${notice.watcherSessionKey}${notice.wake ? " (wake)" : ""}${notice.queueOnly ? " (queue only)" : ""}${claim}: ${notice.text}\n`);
+      }
       if (values.ack === true) await client.ack(notice);
     }
     return 0;

@@ -8,6 +8,8 @@ import { pairKey } from "../domain/cursor-rules.js";
 import { hasLiveNotice } from "../domain/cursor-rules.js";
 import { noticeFromCursor, type Notice } from "../domain/notice.js";
 import { comparePairTo, positionFromPair, findRangeIndex, watcherRangesFromFilter, type PairPosition, type WatcherRange } from "../domain/pair-order.js";
+import type { CursorRecord } from "../domain/records.js";
+import { ClaimRegistry, type GroupMember, type HeldClaim } from "./claim-registry.js";
 
 /** Which watchers a subscriber serves: in one namespace, exact keys and key prefixes, all normalised. */
 export interface NoticeFilter {
@@ -16,8 +18,15 @@ export interface NoticeFilter {
   prefixes: readonly string[];
 }
 
-/** What a subscription sends: notices, and once the `synced` marker. */
-export type NoticeStreamItem = { notice: Notice } | { synced: { pendingDelivered: number } };
+/** What a subscription sends: notices (a group member's with its claim), and once the `synced` marker. */
+export type NoticeStreamItem = { notice: Notice; claim?: HeldClaim } | { synced: { pendingDelivered: number } };
+
+/** A subscription's consumer group (SPEC §6.1): its name, its bound and the subscriber's address. */
+export interface GroupMembership {
+  group: string;
+  maxInFlight: number;
+  peer: string;
+}
 
 /**
  * What the hub needs from durable state: pages of a filter's pending cursors, the cursors of some pairs, and
@@ -95,10 +104,36 @@ class Subscription {
   /** The feed missed changes: this stream cannot know what it missed and ends (its client subscribes again). */
   gap = false;
   private wake: (() => void) | undefined;
+  /** Its membership of a consumer group, if it named one. */
+  member: Member | undefined;
+  /** A group member's pending notices that came while it held all it may: offered again when a slot frees. */
+  readonly waitingForSlot = new Map<string, PairChange>();
 
   constructor(readonly filter: NoticeFilter) {
     this.ranges = watcherRangesFromFilter(filter.watcherKeys, filter.prefixes);
     this.backlogDone = this.ranges.length === 0;
+  }
+
+  /** True while a group member holds as many claims as it may. */
+  get full(): boolean {
+    return this.member !== undefined && this.member.held.size >= this.member.maxInFlight;
+  }
+
+  /** Keeps a pending notice for when a slot frees (at most one entry a pair). */
+  waitForSlot(change: PairChange): void {
+    this.waitingForSlot.set(changeKey(change), change);
+  }
+
+  /** A slot freed: the notices that waited for one are read again. */
+  slotFreed(): void {
+    for (const change of this.waitingForSlot.values()) this.markDirty(change);
+    this.waitingForSlot.clear();
+    this.wakeUp();
+  }
+
+  /** Marks a pair to be read again, as a claim on it ended elsewhere: as if its change were heard now. */
+  offered(change: PairChange): void {
+    this.heard(change, Number.MAX_SAFE_INTEGER);
   }
 
   matchesPrefix(change: PairChange): boolean {
@@ -237,6 +272,24 @@ class Subscription {
   }
 }
 
+/** A subscription's membership of a group, as the claim registry sees it. */
+class Member implements GroupMember {
+  readonly held = new Set<string>();
+  readonly declined = new Map<string, number>();
+
+  constructor(
+    readonly namespace: string,
+    readonly group: string,
+    readonly peer: string,
+    readonly maxInFlight: number,
+    readonly subscription: Subscription,
+  ) {}
+
+  slotFreed(): void {
+    this.subscription.slotFreed();
+  }
+}
+
 /**
  * Delivers stale notices to subscribers. It learns from the store's feed which pairs changed and reads
  * each notice from the store when it sends it, so delivery is driven by durable cursor state: a
@@ -254,6 +307,10 @@ export class NoticeHub {
   private forgetTimer: NodeJS.Timeout | undefined;
   /** Subscriptions that remember reads ahead of the feed. */
   private readonly remembering = new Set<Subscription>();
+  /** The consumer groups' claims (SPEC §6.1): a notice whose claim ended while pending is offered to the other members. */
+  readonly claims = new ClaimRegistry((members, change, except) => {
+    for (const member of members) if (member !== except) (member as Member).subscription.offered(change);
+  });
 
   constructor(
     private readonly store: NoticeSource,
@@ -316,8 +373,12 @@ export class NoticeHub {
    * the notice sent when it asks again is read then, so it is the newest. Throws UNAVAILABLE when the
    * store's feed missed changes: a new subscription reads every pending notice again.
    */
-  async *serve(filter: NoticeFilter, signal: AbortSignal): AsyncGenerator<NoticeStreamItem, void, undefined> {
+  async *serve(filter: NoticeFilter, signal: AbortSignal, membership?: GroupMembership): AsyncGenerator<NoticeStreamItem, void, undefined> {
     const sub = new Subscription(filter);
+    if (membership !== undefined) {
+      sub.member = new Member(filter.namespace, membership.group, membership.peer, membership.maxInFlight, sub);
+      this.claims.join(sub.member);
+    }
     this.register(sub);
     try {
       let pendingDelivered = 0;
@@ -326,22 +387,30 @@ export class NoticeHub {
         if (sub.gap) throw new StatusError("UNAVAILABLE", "this server may have missed changes of pending notices; subscribe again");
         sub.forgetHeard(this.store.changesHeardThrough());
         if (sub.dirty.size > 0) {
-          for await (const notice of this.sendDirty(sub, signal)) {
+          for await (const item of this.sendDirty(sub, signal)) {
             if (!synced) pendingDelivered++;
-            yield { notice };
+            yield item;
           }
         }
-        if (!sub.backlogDone) {
+        // A group member that holds all it may reads no further: what it cannot take is left to the others.
+        if (!sub.backlogDone && !sub.full) {
           const { range, after } = sub.nextPage();
           const read = await this.store.pendingPage(filter.namespace, range, after, noticePageSize);
           sub.pageRead(read, noticePageSize, this.store.changesHeardThrough());
           this.rememberIfAhead(sub);
-          for (const cursor of read.cursors) {
+          for (const [i, cursor] of read.cursors.entries()) {
             if (signal.aborted) return;
             if (!hasLiveNotice(cursor)) continue;
+            const claim = this.claimFor(sub, cursor);
+            if (claim === "full") {
+              // The rest of the page waits for a slot (a page at most): offered again when one frees.
+              for (const rest of read.cursors.slice(i)) if (hasLiveNotice(rest)) sub.waitForSlot(rest);
+              break;
+            }
+            if (claim === "skip") continue;
             this.metrics?.noticesDelivered.inc();
             pendingDelivered++;
-            yield { notice: noticeFromCursor(cursor) };
+            yield claim === undefined ? { notice: noticeFromCursor(cursor) } : { notice: noticeFromCursor(cursor), claim };
           }
           // Other calls are served between pages, however fast the consumer reads.
           await yieldToEventLoop();
@@ -357,7 +426,19 @@ export class NoticeHub {
       }
     } finally {
       this.unregister(sub);
+      if (sub.member !== undefined) this.claims.leave(sub.member);
     }
+  }
+
+  /**
+   * For a group member, the claim on a pending notice it may send (`skip`: another member holds it, it is
+   * already this member's, or this member gave it back; `full`: it holds all it may); undefined outside a group.
+   */
+  private claimFor(sub: Subscription, cursor: CursorRecord): HeldClaim | "skip" | "full" | undefined {
+    if (sub.member === undefined) return undefined;
+    const taken = this.claims.take(sub.member, cursor);
+    if (taken === "full") return "full";
+    return typeof taken === "string" ? "skip" : taken;
   }
 
   /**
@@ -365,7 +446,7 @@ export class NoticeHub {
    * pair marked again while its read is out is left for the next read, so what is sent is never older than
    * the newest change heard.
    */
-  private async *sendDirty(sub: Subscription, signal: AbortSignal): AsyncGenerator<Notice, void, undefined> {
+  private async *sendDirty(sub: Subscription, signal: AbortSignal): AsyncGenerator<{ notice: Notice; claim?: HeldClaim }, void, undefined> {
     const batch = sub.takeDirty(noticePageSize);
     const read = await this.store.getCursors(batch);
     const heardThrough = this.store.changesHeardThrough();
@@ -377,12 +458,20 @@ export class NoticeHub {
       const markedAt = sub.markedAt.get(key);
       sub.markedAt.delete(key);
       const cursor = cursors.get(key);
+      // A group's claim on a notice that is no longer pending as claimed ends (an ack, a reopen, an unwatch).
+      if (sub.member !== undefined) this.claims.settle(change, cursor);
       if (cursor === undefined || !hasLiveNotice(cursor)) continue;
+      const claim = this.claimFor(sub, cursor);
+      if (claim === "full") {
+        sub.waitForSlot(change);
+        continue;
+      }
+      if (claim === "skip") continue;
       sub.sentFrom(change, read.through, heardThrough);
       this.rememberIfAhead(sub);
       this.metrics?.noticesDelivered.inc();
       if (markedAt !== undefined) this.metrics?.noticeDelivery.observe((performance.now() - markedAt) / 1000);
-      yield noticeFromCursor(cursor);
+      yield claim === undefined ? { notice: noticeFromCursor(cursor) } : { notice: noticeFromCursor(cursor), claim };
     }
   }
 

@@ -221,7 +221,7 @@ function serverStreamCall(
       });
       if (typeof opened !== "function") throw connectError(opened.status);
       release = opened;
-      const context: CallContext = { signal: abort.signal, method: path, principal: caller.principal, namespace: caller.namespace };
+      const context: CallContext = { signal: abort.signal, method: path, principal: caller.principal, namespace: caller.namespace, peer: httpContext.values.get(peerKey) };
       const messages = handler(request, context)[Symbol.asyncIterator]();
       const aborted = new Promise<"aborted">((resolve) => abort.signal.addEventListener("abort", () => resolve("aborted"), { once: true }));
       try {

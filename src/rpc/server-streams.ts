@@ -68,7 +68,7 @@ export function serverStreamCall(
     call.once("cancelled", () => {
       if (!done) end(GrpcStatus.CANCELLED);
     });
-    const context: CallContext = { signal: abort.signal, method: path, principal: admitted.principal, namespace: admitted.namespace };
+    const context: CallContext = { signal: abort.signal, method: path, principal: admitted.principal, namespace: admitted.namespace, peer: call.getPeer() };
     Promise.resolve()
       .then(() => writeAll(handler(admitted.request as never, context), call, method.output, abort.signal))
       .then(

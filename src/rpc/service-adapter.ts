@@ -17,6 +17,8 @@ export interface CallContext {
    * checked against the principal's. Every session the request names is in it (SPEC §12.1).
    */
   readonly namespace: string;
+  /** The caller's address as the transport names it (a server stream's; `undefined` for unary calls). */
+  readonly peer?: string;
 }
 
 /**

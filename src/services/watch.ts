@@ -1,11 +1,12 @@
 import type { Watch } from "../../gen/sessionstate/v1/watch_pb.js";
 import type { Clock } from "../clock.js";
-import { invalidArgument } from "../errors.js";
+import { StatusError, invalidArgument } from "../errors.js";
+import { consumerGroupProblem, defaultMaxInFlight } from "../domain/consumer-group.js";
 import { hasControlCharacter, isAgentQualified, maxKeyBytes, normalizeKey } from "../domain/session-key.js";
 import type { NoticeFilter, NoticeHub } from "../notices/notice-hub.js";
 import type { ServiceHandlers } from "../rpc/service-adapter.js";
 import type { Store } from "../store/store.js";
-import type { AckInput, WatchRequest } from "../domain/records.js";
+import type { AckInput, CursorRecord, WatchRequest } from "../domain/records.js";
 import { extraMaterialKinds, isExtraMaterialKind, type ExtraMaterialKind } from "../domain/event.js";
 import { EventKind as ProtoEventKind, WatchProvenance as ProtoWatchProvenance } from "../../gen/sessionstate/v1/types_pb.js";
 import type { Metrics } from "../metrics.js";
@@ -29,7 +30,15 @@ export interface WatchDeps {
   metrics?: Metrics;
   /** Counts acknowledgements and the notices they reopen (GetServerInfo). */
   activityByMinute?: ActivityByMinute;
+  /**
+   * Whether consumer groups are served: their claims live in this process (SQLite). Replicas need claims
+   * that every replica sees, which they do not have yet: a group subscription there is refused.
+   */
+  consumerGroups: boolean;
 }
+
+/** Most claim ids one ReleaseNotices call may carry. */
+export const maxReleasesPerCall = 1000;
 
 /** A watcher key that must be agent-qualified (subscriptions, acks). */
 function watcherKeyFromField(field: string, raw: string): string {
@@ -88,7 +97,9 @@ function watchRequestFromProto(provenance: ProtoWatchProvenance, kinds: readonly
 }
 
 /** The Watch service: cursors, the notice stream and acknowledgements. */
-export function watchHandlers({ store, hub, clock, metrics, activityByMinute }: WatchDeps): ServiceHandlers<(typeof Watch)["method"]> {
+export function watchHandlers({ store, hub, clock, metrics, activityByMinute, consumerGroups }: WatchDeps): ServiceHandlers<(typeof Watch)["method"]> {
+  /** Every cursor answered names who holds its pending notice's claim in a consumer group (Cursor.claimed_by). */
+  const claimedBy = (cursor: CursorRecord): string => hub.claims.claimedBy(cursor);
   return {
     watch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
@@ -98,7 +109,7 @@ export function watchHandlers({ store, hub, clock, metrics, activityByMinute }: 
       authorizeAgents(context, [target.agentId]);
       const refusal = watchRefusal(watcherKey, target);
       if (refusal !== undefined) return watchResponse({ reason: refusal });
-      return watchResponse({ cursor: await store.watch(watcherKey, target, clock.nowMs(), wanted) });
+      return watchResponse({ cursor: await store.watch(watcherKey, target, clock.nowMs(), wanted) }, claimedBy);
     },
     unwatch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
@@ -127,15 +138,40 @@ export function watchHandlers({ store, hub, clock, metrics, activityByMinute }: 
         limit: limit + 1,
       });
       const { page, nextPageToken } = paginate(cursors, limit, (c) => [c.watcherKey, c.target.agentId, c.target.key]);
-      return listWatchesResponse(page, nextPageToken);
+      return listWatchesResponse(page, nextPageToken, claimedBy);
     },
     subscribeStaleNotices: async function* (request, context) {
       const filter = noticeFilterFromRequest(context.namespace, request.watcherSessionKeys, request.watcherKeyPrefixes);
       authorizeKeys(context, filter.watcherKeys);
       authorizePrefixes(context, filter.prefixes);
-      for await (const item of hub.serve(filter, context.signal)) {
-        yield "notice" in item ? noticeResponse(item.notice) : syncedResponse(item.synced.pendingDelivered);
+      const problem = consumerGroupProblem(request.consumerGroup, request.maxInFlight);
+      if (problem !== undefined) throw invalidArgument(problem.field, problem.problem);
+      if (request.consumerGroup !== "" && !consumerGroups) {
+        throw new StatusError("FAILED_PRECONDITION", "consumer_group: consumer groups are served on SQLite only in this version, not on PostgreSQL replicas");
       }
+      const membership =
+        request.consumerGroup === ""
+          ? undefined
+          : { group: request.consumerGroup, maxInFlight: request.maxInFlight === 0 ? defaultMaxInFlight : request.maxInFlight, peer: context.peer ?? "unknown" };
+      for await (const item of hub.serve(filter, context.signal, membership)) {
+        yield "notice" in item ? noticeResponse(item.notice, item.claim) : syncedResponse(item.synced.pendingDelivered);
+      }
+    },
+    releaseNotices: async (request, context) => {
+      if (request.claimIds.length > maxReleasesPerCall) throw invalidArgument("claim_ids", `at most ${maxReleasesPerCall} per call`);
+      request.claimIds.forEach((id, i) => {
+        if (id.length === 0 || id.length > 64) throw invalidArgument(`claim_ids[${i}]`, "must be a claim id as a notice carries it (1-64 characters)");
+      });
+      // A claim of a watcher the caller may not act for answers false, as one that is not held: never which.
+      const mayRelease = (watcherKey: string): boolean => {
+        try {
+          authorizeKeys(context, [watcherKey]);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      return { released: hub.claims.release(request.claimIds, context.namespace, mayRelease) };
     },
     ackNotices: async (request, context) => {
       if (request.acks.length > maxAcksPerCall) throw invalidArgument("acks", `at most ${maxAcksPerCall} per call`);
@@ -159,7 +195,7 @@ export function watchHandlers({ store, hub, clock, metrics, activityByMinute }: 
         if (outcome.acknowledged) activityByMinute?.count(context.namespace, "noticesAcknowledged");
         if (outcome.reopened) activityByMinute?.count(context.namespace, "noticesOpened");
       }
-      return ackResponse(outcomes);
+      return ackResponse(outcomes, claimedBy);
     },
   };
 }

@@ -32,7 +32,7 @@ describe("client library", () => {
       const clients = await readFile(new URL(`../../clients/typescript/src/gen/sessionstate/v1/${file}_pb.ts`, import.meta.url), "utf8");
       assert.equal(clients, servers, `${file}_pb.ts is generated from the same proto/ with the same plugin`);
     }
-    assert.equal(named, 84);
+    assert.equal(named, 86);
   });
 
   test("appendBestEffort against a stopped server returns undefined within its deadline and logs", async () => {

@@ -107,7 +107,7 @@ describe("sessionstate serve", () => {
     const firstLines: Record<string, string> = {
       serve: "usage: sessionstate serve [flags]",
       status: "usage: sessionstate status <key> [--agent A] [--since V] [--limit N] [--json]",
-      tail: "usage: sessionstate tail (--watcher KEY | --prefix PREFIX)... [--ack] [--json]",
+      tail: "usage: sessionstate tail (--watcher KEY | --prefix PREFIX)... [--group G [--max-in-flight N]] [--ack] [--json]",
       namespaces: "usage: sessionstate namespaces [--json]",
       sessions: "usage: sessionstate sessions [--agent A] [--prefix P | --recent] [--limit N] [--page-token T] [--json]",
       events: "usage: sessionstate events <key> [--agent A] [--since V] [--limit N] [--json]",

@@ -193,13 +193,13 @@ describe("the codec", () => {
         // An ambient notice (queue only) and a waking one: between them every field is set once.
         samples: [
           noticeResponse(noticeFromCursor(cursor)).bytes,
-          noticeResponse(noticeFromCursor({ ...cursor, provenance: "explicit" })).bytes,
+          noticeResponse(noticeFromCursor({ ...cursor, provenance: "explicit" }), { claimId: "claim-1", deliveryCount: 2 }).bytes,
           syncedResponse(4).bytes,
         ],
       },
-      { schema: AckNoticesResponseSchema, samples: [ackResponse([{ acknowledged: true, reopened: true, cursor }]).bytes] },
-      { schema: WatchResponseSchema, samples: [watchResponse({ cursor }).bytes, watchResponse({ reason: "not agent-qualified" }).bytes] },
-      { schema: ListWatchesResponseSchema, samples: [listWatchesResponse([cursor], "next-page").bytes] },
+      { schema: AckNoticesResponseSchema, samples: [ackResponse([{ acknowledged: true, reopened: true, cursor }], () => "gw ipv4:127.0.0.1:5000").bytes] },
+      { schema: WatchResponseSchema, samples: [watchResponse({ cursor }, () => "gw ipv4:127.0.0.1:5000").bytes, watchResponse({ reason: "not agent-qualified" }).bytes] },
+      { schema: ListWatchesResponseSchema, samples: [listWatchesResponse([cursor], "next-page", () => "gw ipv4:127.0.0.1:5000").bytes] },
     ];
     for (const { schema, samples } of cases) {
       const seen = new Set<string>();
@@ -319,6 +319,8 @@ describe("the codec", () => {
     for (let i = 0; i < 500; i++) {
       const notice = noticeFromCursor(random.cursor());
       if (random.next() < 0.5) notice.wake = !notice.wake;
+      // A consumer group's notice carries its claim.
+      const claim = random.next() < 0.5 ? { claimId: `claim-${i}`, deliveryCount: 1 + (i % 3) } : undefined;
       const expected = toBinary(
         SubscribeStaleNoticesResponseSchema,
         create(SubscribeStaleNoticesResponseSchema, {
@@ -333,11 +335,12 @@ describe("the codec", () => {
               wake: notice.wake,
               contextKey: notice.contextKey,
               queueOnly: notice.queueOnly,
+              ...(claim === undefined ? {} : { claimId: claim.claimId, deliveryCount: claim.deliveryCount }),
             },
           },
         }),
       );
-      assert.deepEqual(Buffer.from(noticeResponse(notice).bytes), Buffer.from(expected), `case ${i}`);
+      assert.deepEqual(Buffer.from(noticeResponse(notice, claim).bytes), Buffer.from(expected), `case ${i}`);
     }
     const synced = create(SubscribeStaleNoticesResponseSchema, { message: { case: "synced", value: { pendingDelivered: 0 } } });
     assert.deepEqual(Buffer.from(syncedResponse(0).bytes), Buffer.from(toBinary(SubscribeStaleNoticesResponseSchema, synced)));
@@ -364,8 +367,10 @@ describe("the codec", () => {
       assert.deepEqual(Buffer.from(ackResponse(outcomes).bytes), Buffer.from(expected), `case ${i}`);
       const cursors = outcomes.flatMap((outcome) => (outcome.cursor === undefined ? [] : [outcome.cursor]));
       const token = i % 2 === 0 ? "" : `token-${i}`;
-      const list = create(ListWatchesResponseSchema, { cursors: cursors.map(cursorInit), nextPageToken: token });
-      assert.deepEqual(Buffer.from(listWatchesResponse(cursors, token).bytes), Buffer.from(toBinary(ListWatchesResponseSchema, list)), `list ${i}`);
+      // Every other list names a holder of each pair's claim (consumer groups).
+      const claimedBy = (c: { watcherKey: string }): string => (i % 2 === 0 ? "" : `gw-${i} ipv4:127.0.0.1:${c.watcherKey.length}`);
+      const list = create(ListWatchesResponseSchema, { cursors: cursors.map((c) => ({ ...cursorInit(c), claimedBy: claimedBy(c) })), nextPageToken: token });
+      assert.deepEqual(Buffer.from(listWatchesResponse(cursors, token, claimedBy).bytes), Buffer.from(toBinary(ListWatchesResponseSchema, list)), `list ${i}`);
     }
     const watched = create(WatchResponseSchema, { watched: true, cursor: cursorInit(cursor) });
     assert.deepEqual(Buffer.from(watchResponse({ cursor }).bytes), Buffer.from(toBinary(WatchResponseSchema, watched)));

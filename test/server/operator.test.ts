@@ -115,6 +115,8 @@ describe("operator commands", () => {
         wake: true,
         contextKey: `session-state:${Buffer.from(C).toString("hex")}`,
         queueOnly: false,
+        claimId: "",
+        deliveryCount: 0,
       });
       assert.deepEqual(await cli("watches"), [
         0,

@@ -93,6 +93,10 @@ export {
   AckNoticesResponseSchema,
   type AckResult,
   AckResultSchema,
+  type ReleaseNoticesRequest,
+  ReleaseNoticesRequestSchema,
+  type ReleaseNoticesResponse,
+  ReleaseNoticesResponseSchema,
   Watch,
 } from "./gen/sessionstate/v1/watch_pb.js";
 export {

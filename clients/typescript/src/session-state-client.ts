@@ -71,6 +71,14 @@ export interface SubscribeOptions {
   watchers?: readonly string[];
   /** Watcher key prefixes, for example `agent:main:`. */
   prefixes?: readonly string[];
+  /**
+   * A consumer group to join (1-128 characters of A-Z, a-z, 0-9, `.`, `_`, `:`, `-`): the processes of one
+   * gateway that subscribe with the same group get each notice once between them, one at a time (the
+   * notice's `claimId` and `deliveryCount` are set); `release` gives back one this process cannot take.
+   */
+  group?: string;
+  /** With `group`: the most notices this process holds at once (1-1000; default 16). */
+  maxInFlight?: number;
   /** Ends the subscription. */
   signal?: AbortSignal;
   backoff?: BackoffOptions;
@@ -104,6 +112,8 @@ const retryOnUnavailable = {
 /** Codes after which reconnecting cannot help. */
 const finalCodes = new Set([
   GrpcStatus.INVALID_ARGUMENT,
+  // A consumer group on a server that does not serve them (a PostgreSQL replica, in this version).
+  GrpcStatus.FAILED_PRECONDITION,
   GrpcStatus.UNAUTHENTICATED,
   GrpcStatus.PERMISSION_DENIED,
   GrpcStatus.UNIMPLEMENTED,
@@ -225,7 +235,12 @@ export class SessionStateClient {
     let attempt = 0;
     while (!aborted()) {
       const call = this.watch.subscribeStaleNotices(
-        { watcherSessionKeys: [...(options.watchers ?? [])], watcherKeyPrefixes: [...(options.prefixes ?? [])] },
+        {
+          watcherSessionKeys: [...(options.watchers ?? [])],
+          watcherKeyPrefixes: [...(options.prefixes ?? [])],
+          consumerGroup: options.group ?? "",
+          maxInFlight: options.maxInFlight ?? 0,
+        },
         // A stream lives until cancelled: no deadline.
         { timeoutMs: undefined, ...(options.signal === undefined ? {} : { signal: options.signal }) },
       );
@@ -275,6 +290,15 @@ export class SessionStateClient {
       ],
     });
     return response.results[0]!;
+  }
+
+  /**
+   * Gives back consumer-group notices this process cannot take (their `claimId`s): each goes to another
+   * member of the group at once. One answer per notice: false when it was not held any more (acknowledged,
+   * or handed on when this process's stream ended).
+   */
+  async release(notices: readonly Pick<StaleNotice, "claimId">[]): Promise<boolean[]> {
+    return (await this.watch.releaseNotices({ claimIds: notices.map((notice) => notice.claimId) })).released;
   }
 
   /** Closes the channel; open streams end. */

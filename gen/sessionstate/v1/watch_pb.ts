@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sessionstate/v1/watch.proto.
  */
 export const file_sessionstate_v1_watch: GenFile = /*@__PURE__*/
-  fileDesc("ChtzZXNzaW9uc3RhdGUvdjEvd2F0Y2gucHJvdG8SD3Nlc3Npb25zdGF0ZS52MSLIAQoMV2F0Y2hSZXF1ZXN0EhsKE3dhdGNoZXJfc2Vzc2lvbl9rZXkYASABKAkSKwoGdGFyZ2V0GAIgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSNAoKcHJvdmVuYW5jZRgDIAEoDjIgLnNlc3Npb25zdGF0ZS52MS5XYXRjaFByb3ZlbmFuY2USOAoUZXh0cmFfbWF0ZXJpYWxfa2luZHMYBCADKA4yGi5zZXNzaW9uc3RhdGUudjEuRXZlbnRLaW5kIlkKDVdhdGNoUmVzcG9uc2USDwoHd2F0Y2hlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkSJwoGY3Vyc29yGAMgASgLMhcuc2Vzc2lvbnN0YXRlLnYxLkN1cnNvciJaCg5VbndhdGNoUmVxdWVzdBIbChN3YXRjaGVyX3Nlc3Npb25fa2V5GAEgASgJEisKBnRhcmdldBgCIAEoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmIiIKD1Vud2F0Y2hSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIIrsBChJMaXN0V2F0Y2hlc1JlcXVlc3QSGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRI0Cgpwcm92ZW5hbmNlGAUgASgOMiAuc2Vzc2lvbnN0YXRlLnYxLldhdGNoUHJvdmVuYW5jZSJYChNMaXN0V2F0Y2hlc1Jlc3BvbnNlEigKB2N1cnNvcnMYASADKAsyFy5zZXNzaW9uc3RhdGUudjEuQ3Vyc29yEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJaChxTdWJzY3JpYmVTdGFsZU5vdGljZXNSZXF1ZXN0EhwKFHdhdGNoZXJfc2Vzc2lvbl9rZXlzGAEgAygJEhwKFHdhdGNoZXJfa2V5X3ByZWZpeGVzGAIgAygJIoUBCh1TdWJzY3JpYmVTdGFsZU5vdGljZXNSZXNwb25zZRIuCgZub3RpY2UYASABKAsyHC5zZXNzaW9uc3RhdGUudjEuU3RhbGVOb3RpY2VIABIpCgZzeW5jZWQYAiABKAsyFy5zZXNzaW9uc3RhdGUudjEuU3luY2VkSABCCQoHbWVzc2FnZSLNAQoLU3RhbGVOb3RpY2USGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIVCg1jaGFuZ2VzX3NpbmNlGAMgASgDEhgKEG5vdGlmaWVkX3ZlcnNpb24YBCABKAMSDAoEdGV4dBgFIAEoCRIMCgR3YWtlGAYgASgIEhMKC2NvbnRleHRfa2V5GAcgASgJEhIKCnF1ZXVlX29ubHkYCCABKAgiIwoGU3luY2VkEhkKEXBlbmRpbmdfZGVsaXZlcmVkGAEgASgFIj0KEUFja05vdGljZXNSZXF1ZXN0EigKBGFja3MYASADKAsyGi5zZXNzaW9uc3RhdGUudjEuTm90aWNlQWNrIqcBCglOb3RpY2VBY2sSGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIYChBub3RpZmllZF92ZXJzaW9uGAMgASgDEh8KEnJlY29uY2lsZWRfdGhyb3VnaBgEIAEoA0gAiAEBQhUKE19yZWNvbmNpbGVkX3Rocm91Z2giQQoSQWNrTm90aWNlc1Jlc3BvbnNlEisKB3Jlc3VsdHMYASADKAsyGi5zZXNzaW9uc3RhdGUudjEuQWNrUmVzdWx0IlwKCUFja1Jlc3VsdBIUCgxhY2tub3dsZWRnZWQYASABKAgSEAoIcmVvcGVuZWQYAiABKAgSJwoGY3Vyc29yGAMgASgLMhcuc2Vzc2lvbnN0YXRlLnYxLkN1cnNvcjLIAwoFV2F0Y2gSRgoFV2F0Y2gSHS5zZXNzaW9uc3RhdGUudjEuV2F0Y2hSZXF1ZXN0Gh4uc2Vzc2lvbnN0YXRlLnYxLldhdGNoUmVzcG9uc2USTAoHVW53YXRjaBIfLnNlc3Npb25zdGF0ZS52MS5VbndhdGNoUmVxdWVzdBogLnNlc3Npb25zdGF0ZS52MS5VbndhdGNoUmVzcG9uc2USWAoLTGlzdFdhdGNoZXMSIy5zZXNzaW9uc3RhdGUudjEuTGlzdFdhdGNoZXNSZXF1ZXN0GiQuc2Vzc2lvbnN0YXRlLnYxLkxpc3RXYXRjaGVzUmVzcG9uc2USeAoVU3Vic2NyaWJlU3RhbGVOb3RpY2VzEi0uc2Vzc2lvbnN0YXRlLnYxLlN1YnNjcmliZVN0YWxlTm90aWNlc1JlcXVlc3QaLi5zZXNzaW9uc3RhdGUudjEuU3Vic2NyaWJlU3RhbGVOb3RpY2VzUmVzcG9uc2UwARJVCgpBY2tOb3RpY2VzEiIuc2Vzc2lvbnN0YXRlLnYxLkFja05vdGljZXNSZXF1ZXN0GiMuc2Vzc2lvbnN0YXRlLnYxLkFja05vdGljZXNSZXNwb25zZWIGcHJvdG8z", [file_sessionstate_v1_types]);
+  fileDesc("ChtzZXNzaW9uc3RhdGUvdjEvd2F0Y2gucHJvdG8SD3Nlc3Npb25zdGF0ZS52MSLIAQoMV2F0Y2hSZXF1ZXN0EhsKE3dhdGNoZXJfc2Vzc2lvbl9rZXkYASABKAkSKwoGdGFyZ2V0GAIgASgLMhsuc2Vzc2lvbnN0YXRlLnYxLlNlc3Npb25SZWYSNAoKcHJvdmVuYW5jZRgDIAEoDjIgLnNlc3Npb25zdGF0ZS52MS5XYXRjaFByb3ZlbmFuY2USOAoUZXh0cmFfbWF0ZXJpYWxfa2luZHMYBCADKA4yGi5zZXNzaW9uc3RhdGUudjEuRXZlbnRLaW5kIlkKDVdhdGNoUmVzcG9uc2USDwoHd2F0Y2hlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkSJwoGY3Vyc29yGAMgASgLMhcuc2Vzc2lvbnN0YXRlLnYxLkN1cnNvciJaCg5VbndhdGNoUmVxdWVzdBIbChN3YXRjaGVyX3Nlc3Npb25fa2V5GAEgASgJEisKBnRhcmdldBgCIAEoCzIbLnNlc3Npb25zdGF0ZS52MS5TZXNzaW9uUmVmIiIKD1Vud2F0Y2hSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgIIrsBChJMaXN0V2F0Y2hlc1JlcXVlc3QSGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRI0Cgpwcm92ZW5hbmNlGAUgASgOMiAuc2Vzc2lvbnN0YXRlLnYxLldhdGNoUHJvdmVuYW5jZSJYChNMaXN0V2F0Y2hlc1Jlc3BvbnNlEigKB2N1cnNvcnMYASADKAsyFy5zZXNzaW9uc3RhdGUudjEuQ3Vyc29yEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKJAQocU3Vic2NyaWJlU3RhbGVOb3RpY2VzUmVxdWVzdBIcChR3YXRjaGVyX3Nlc3Npb25fa2V5cxgBIAMoCRIcChR3YXRjaGVyX2tleV9wcmVmaXhlcxgCIAMoCRIWCg5jb25zdW1lcl9ncm91cBgDIAEoCRIVCg1tYXhfaW5fZmxpZ2h0GAQgASgFIoUBCh1TdWJzY3JpYmVTdGFsZU5vdGljZXNSZXNwb25zZRIuCgZub3RpY2UYASABKAsyHC5zZXNzaW9uc3RhdGUudjEuU3RhbGVOb3RpY2VIABIpCgZzeW5jZWQYAiABKAsyFy5zZXNzaW9uc3RhdGUudjEuU3luY2VkSABCCQoHbWVzc2FnZSL3AQoLU3RhbGVOb3RpY2USGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIVCg1jaGFuZ2VzX3NpbmNlGAMgASgDEhgKEG5vdGlmaWVkX3ZlcnNpb24YBCABKAMSDAoEdGV4dBgFIAEoCRIMCgR3YWtlGAYgASgIEhMKC2NvbnRleHRfa2V5GAcgASgJEhIKCnF1ZXVlX29ubHkYCCABKAgSEAoIY2xhaW1faWQYCSABKAkSFgoOZGVsaXZlcnlfY291bnQYCiABKAUiIwoGU3luY2VkEhkKEXBlbmRpbmdfZGVsaXZlcmVkGAEgASgFIj0KEUFja05vdGljZXNSZXF1ZXN0EigKBGFja3MYASADKAsyGi5zZXNzaW9uc3RhdGUudjEuTm90aWNlQWNrIqcBCglOb3RpY2VBY2sSGwoTd2F0Y2hlcl9zZXNzaW9uX2tleRgBIAEoCRIrCgZ0YXJnZXQYAiABKAsyGy5zZXNzaW9uc3RhdGUudjEuU2Vzc2lvblJlZhIYChBub3RpZmllZF92ZXJzaW9uGAMgASgDEh8KEnJlY29uY2lsZWRfdGhyb3VnaBgEIAEoA0gAiAEBQhUKE19yZWNvbmNpbGVkX3Rocm91Z2giQQoSQWNrTm90aWNlc1Jlc3BvbnNlEisKB3Jlc3VsdHMYASADKAsyGi5zZXNzaW9uc3RhdGUudjEuQWNrUmVzdWx0IlwKCUFja1Jlc3VsdBIUCgxhY2tub3dsZWRnZWQYASABKAgSEAoIcmVvcGVuZWQYAiABKAgSJwoGY3Vyc29yGAMgASgLMhcuc2Vzc2lvbnN0YXRlLnYxLkN1cnNvciIqChVSZWxlYXNlTm90aWNlc1JlcXVlc3QSEQoJY2xhaW1faWRzGAEgAygJIioKFlJlbGVhc2VOb3RpY2VzUmVzcG9uc2USEAoIcmVsZWFzZWQYASADKAgyqwQKBVdhdGNoEkYKBVdhdGNoEh0uc2Vzc2lvbnN0YXRlLnYxLldhdGNoUmVxdWVzdBoeLnNlc3Npb25zdGF0ZS52MS5XYXRjaFJlc3BvbnNlEkwKB1Vud2F0Y2gSHy5zZXNzaW9uc3RhdGUudjEuVW53YXRjaFJlcXVlc3QaIC5zZXNzaW9uc3RhdGUudjEuVW53YXRjaFJlc3BvbnNlElgKC0xpc3RXYXRjaGVzEiMuc2Vzc2lvbnN0YXRlLnYxLkxpc3RXYXRjaGVzUmVxdWVzdBokLnNlc3Npb25zdGF0ZS52MS5MaXN0V2F0Y2hlc1Jlc3BvbnNlEngKFVN1YnNjcmliZVN0YWxlTm90aWNlcxItLnNlc3Npb25zdGF0ZS52MS5TdWJzY3JpYmVTdGFsZU5vdGljZXNSZXF1ZXN0Gi4uc2Vzc2lvbnN0YXRlLnYxLlN1YnNjcmliZVN0YWxlTm90aWNlc1Jlc3BvbnNlMAESVQoKQWNrTm90aWNlcxIiLnNlc3Npb25zdGF0ZS52MS5BY2tOb3RpY2VzUmVxdWVzdBojLnNlc3Npb25zdGF0ZS52MS5BY2tOb3RpY2VzUmVzcG9uc2USYQoOUmVsZWFzZU5vdGljZXMSJi5zZXNzaW9uc3RhdGUudjEuUmVsZWFzZU5vdGljZXNSZXF1ZXN0Gicuc2Vzc2lvbnN0YXRlLnYxLlJlbGVhc2VOb3RpY2VzUmVzcG9uc2ViBnByb3RvMw", [file_sessionstate_v1_types]);
 
 /**
  * WatchRequest names the pair to watch.
@@ -240,6 +240,23 @@ export type SubscribeStaleNoticesRequest = Message<"sessionstate.v1.SubscribeSta
    * @generated from field: repeated string watcher_key_prefixes = 2;
    */
   watcherKeyPrefixes: string[];
+
+  /**
+   * A consumer group to join (1-128 characters of A-Z, a-z, 0-9, `.`, `_`, `:`, `-`), in the call's
+   * namespace: within a group each pending notice goes to one member at a time. Empty: no group, every
+   * stream that serves a watcher gets each of its notices.
+   *
+   * @generated from field: string consumer_group = 3;
+   */
+  consumerGroup: string;
+
+  /**
+   * The most claims this member holds at once (1-1000; 0: 16); past it, its notices go to other members
+   * or wait. Only with consumer_group.
+   *
+   * @generated from field: int32 max_in_flight = 4;
+   */
+  maxInFlight: number;
 };
 
 /**
@@ -349,6 +366,22 @@ export type StaleNotice = Message<"sessionstate.v1.StaleNotice"> & {
    * @generated from field: bool queue_only = 8;
    */
   queueOnly: boolean;
+
+  /**
+   * A consumer group's notice only: the claim this member holds on it (ReleaseNotices takes it back; an
+   * ack of the notice, by anyone, ends it). Empty outside a group.
+   *
+   * @generated from field: string claim_id = 9;
+   */
+  claimId: string;
+
+  /**
+   * A consumer group's notice only: 1 the first time it goes to a member, one more each time it is handed
+   * on (released, or its holder's stream ended). 0 outside a group.
+   *
+   * @generated from field: int32 delivery_count = 10;
+   */
+  deliveryCount: number;
 };
 
 /**
@@ -500,6 +533,48 @@ export const AckResultSchema: GenMessage<AckResult> = /*@__PURE__*/
   messageDesc(file_sessionstate_v1_watch, 13);
 
 /**
+ * ReleaseNoticesRequest gives back claims of a consumer group's member.
+ *
+ * @generated from message sessionstate.v1.ReleaseNoticesRequest
+ */
+export type ReleaseNoticesRequest = Message<"sessionstate.v1.ReleaseNoticesRequest"> & {
+  /**
+   * The claim ids (StaleNotice.claim_id) to give back. At most 1000.
+   *
+   * @generated from field: repeated string claim_ids = 1;
+   */
+  claimIds: string[];
+};
+
+/**
+ * Describes the message sessionstate.v1.ReleaseNoticesRequest.
+ * Use `create(ReleaseNoticesRequestSchema)` to create a new message.
+ */
+export const ReleaseNoticesRequestSchema: GenMessage<ReleaseNoticesRequest> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_watch, 14);
+
+/**
+ * ReleaseNoticesResponse says which claims were given back.
+ *
+ * @generated from message sessionstate.v1.ReleaseNoticesResponse
+ */
+export type ReleaseNoticesResponse = Message<"sessionstate.v1.ReleaseNoticesResponse"> & {
+  /**
+   * One per claim id, in order: true when it was held and is now handed on.
+   *
+   * @generated from field: repeated bool released = 1;
+   */
+  released: boolean[];
+};
+
+/**
+ * Describes the message sessionstate.v1.ReleaseNoticesResponse.
+ * Use `create(ReleaseNoticesResponseSchema)` to create a new message.
+ */
+export const ReleaseNoticesResponseSchema: GenMessage<ReleaseNoticesResponse> = /*@__PURE__*/
+  messageDesc(file_sessionstate_v1_watch, 15);
+
+/**
  * Watch manages watcher cursors and delivers one coalesced stale notice per watcher/target pair.
  *
  * @generated from service sessionstate.v1.Watch
@@ -548,6 +623,9 @@ export const Watch: GenService<{
    * opens on a pair the stream has already passed may come before `synced`. INVALID_ARGUMENT when
    * neither keys nor prefixes are given; UNAVAILABLE when a replica learns that it missed changes of
    * pending notices (it was cut off from its database longer than the feed keeps them): subscribe again.
+   * With consumer_group the stream is a member of that group (docs/api.md, consumer groups): each pending
+   * notice of the group's watchers goes to one member at a time, which holds its claim until it is
+   * acknowledged, released (ReleaseNotices) or the member's stream ends; the others do not get it meanwhile.
    *
    * @generated from rpc sessionstate.v1.Watch.SubscribeStaleNotices
    */
@@ -566,6 +644,19 @@ export const Watch: GenService<{
     methodKind: "unary";
     input: typeof AckNoticesRequestSchema;
     output: typeof AckNoticesResponseSchema;
+  },
+  /**
+   * ReleaseNotices gives back claims a consumer group's member could not take: each notice goes to
+   * another member at once, with its delivery_count one higher. One answer per claim id, in order:
+   * released=false for an id that is not held now (acknowledged, handed on, ended with its stream,
+   * unknown, or in another namespace), never an error that says which.
+   *
+   * @generated from rpc sessionstate.v1.Watch.ReleaseNotices
+   */
+  releaseNotices: {
+    methodKind: "unary";
+    input: typeof ReleaseNoticesRequestSchema;
+    output: typeof ReleaseNoticesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_sessionstate_v1_watch, 0);

@@ -14,21 +14,21 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bsessionstate/v1/types.proto\x12\x0fsessionstate.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"+\n\nSessionRef\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\"\x91\x01\n\x0c\x45ventPayload\x12,\n\x07outcome\x18\x01 \x01(\x0e\x32\x1b.sessionstate.v1.RunOutcome\x12\x0f\n\x07\x63hannel\x18\x02 \x01(\t\x12\r\n\x05turns\x18\x03 \x01(\r\x12\x12\n\ncatalog_id\x18\x04 \x01(\t\x12\x0f\n\x07host_id\x18\x05 \x01(\t\x12\x0e\n\x06reason\x18\x06 \x01(\t\"\xba\x02\n\nStateEvent\x12\x10\n\x08sequence\x18\x01 \x01(\x03\x12,\n\x07session\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12(\n\x04kind\x18\x03 \x01(\x0e\x32\x1a.sessionstate.v1.EventKind\x12.\n\nactor_type\x18\x04 \x01(\x0e\x32\x1a.sessionstate.v1.ActorType\x12\x10\n\x08\x61\x63tor_id\x18\x05 \x01(\t\x12\x0e\n\x06run_id\x18\x06 \x01(\t\x12\x0f\n\x07summary\x18\x07 \x01(\t\x12/\n\x0boccurred_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\x07payload\x18\t \x01(\x0b\x32\x1d.sessionstate.v1.EventPayload\"\xda\x02\n\x06\x43ursor\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x15\n\racked_version\x18\x03 \x01(\x03\x12\x18\n\x10notified_version\x18\x04 \x01(\x03\x12\x18\n\x10material_version\x18\x05 \x01(\x03\x12.\n\nupdated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\nprovenance\x18\x07 \x01(\x0e\x32 .sessionstate.v1.WatchProvenance\x12\x38\n\x14\x65xtra_material_kinds\x18\x08 \x03(\x0e\x32\x1a.sessionstate.v1.EventKind\x12\x1b\n\x13pending_notice_text\x18\t \x01(\t*\xc4\x02\n\tEventKind\x12\x1a\n\x16\x45VENT_KIND_UNSPECIFIED\x10\x00\x12#\n\x1f\x45VENT_KIND_HUMAN_DIRECT_MESSAGE\x10\x01\x12\x1b\n\x17\x45VENT_KIND_GOAL_CHANGED\x10\x02\x12\x1f\n\x1b\x45VENT_KIND_UPSTREAM_MISSING\x10\x03\x12\x1c\n\x18\x45VENT_KIND_CHILD_SPAWNED\x10\x04\x12\x1c\n\x18\x45VENT_KIND_RUN_COMPLETED\x10\x05\x12\x19\n\x15\x45VENT_KIND_RUN_FAILED\x10\x06\x12\x18\n\x14\x45VENT_KIND_COMPACTED\x10\x07\x12\x16\n\x12\x45VENT_KIND_ADOPTED\x10\x08\x12\x16\n\x12\x45VENT_KIND_CREATED\x10\t\x12\x17\n\x13\x45VENT_KIND_IMPORTED\x10\n*p\n\x0fWatchProvenance\x12 \n\x1cWATCH_PROVENANCE_UNSPECIFIED\x10\x00\x12\x1d\n\x19WATCH_PROVENANCE_EXPLICIT\x10\x01\x12\x1c\n\x18WATCH_PROVENANCE_AMBIENT\x10\x02*j\n\tActorType\x12\x1a\n\x16\x41\x43TOR_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41\x43TOR_TYPE_HUMAN\x10\x01\x12\x14\n\x10\x41\x43TOR_TYPE_AGENT\x10\x02\x12\x15\n\x11\x41\x43TOR_TYPE_SYSTEM\x10\x03*t\n\nRunOutcome\x12\x1b\n\x17RUN_OUTCOME_UNSPECIFIED\x10\x00\x12\x15\n\x11RUN_OUTCOME_ERROR\x10\x01\x12\x17\n\x13RUN_OUTCOME_TIMEOUT\x10\x02\x12\x19\n\x15RUN_OUTCOME_CANCELLED\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bsessionstate/v1/types.proto\x12\x0fsessionstate.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"+\n\nSessionRef\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\"\x91\x01\n\x0c\x45ventPayload\x12,\n\x07outcome\x18\x01 \x01(\x0e\x32\x1b.sessionstate.v1.RunOutcome\x12\x0f\n\x07\x63hannel\x18\x02 \x01(\t\x12\r\n\x05turns\x18\x03 \x01(\r\x12\x12\n\ncatalog_id\x18\x04 \x01(\t\x12\x0f\n\x07host_id\x18\x05 \x01(\t\x12\x0e\n\x06reason\x18\x06 \x01(\t\"\xba\x02\n\nStateEvent\x12\x10\n\x08sequence\x18\x01 \x01(\x03\x12,\n\x07session\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12(\n\x04kind\x18\x03 \x01(\x0e\x32\x1a.sessionstate.v1.EventKind\x12.\n\nactor_type\x18\x04 \x01(\x0e\x32\x1a.sessionstate.v1.ActorType\x12\x10\n\x08\x61\x63tor_id\x18\x05 \x01(\t\x12\x0e\n\x06run_id\x18\x06 \x01(\t\x12\x0f\n\x07summary\x18\x07 \x01(\t\x12/\n\x0boccurred_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\x07payload\x18\t \x01(\x0b\x32\x1d.sessionstate.v1.EventPayload\"\xee\x02\n\x06\x43ursor\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x15\n\racked_version\x18\x03 \x01(\x03\x12\x18\n\x10notified_version\x18\x04 \x01(\x03\x12\x18\n\x10material_version\x18\x05 \x01(\x03\x12.\n\nupdated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\nprovenance\x18\x07 \x01(\x0e\x32 .sessionstate.v1.WatchProvenance\x12\x38\n\x14\x65xtra_material_kinds\x18\x08 \x03(\x0e\x32\x1a.sessionstate.v1.EventKind\x12\x1b\n\x13pending_notice_text\x18\t \x01(\t\x12\x12\n\nclaimed_by\x18\n \x01(\t*\xc4\x02\n\tEventKind\x12\x1a\n\x16\x45VENT_KIND_UNSPECIFIED\x10\x00\x12#\n\x1f\x45VENT_KIND_HUMAN_DIRECT_MESSAGE\x10\x01\x12\x1b\n\x17\x45VENT_KIND_GOAL_CHANGED\x10\x02\x12\x1f\n\x1b\x45VENT_KIND_UPSTREAM_MISSING\x10\x03\x12\x1c\n\x18\x45VENT_KIND_CHILD_SPAWNED\x10\x04\x12\x1c\n\x18\x45VENT_KIND_RUN_COMPLETED\x10\x05\x12\x19\n\x15\x45VENT_KIND_RUN_FAILED\x10\x06\x12\x18\n\x14\x45VENT_KIND_COMPACTED\x10\x07\x12\x16\n\x12\x45VENT_KIND_ADOPTED\x10\x08\x12\x16\n\x12\x45VENT_KIND_CREATED\x10\t\x12\x17\n\x13\x45VENT_KIND_IMPORTED\x10\n*p\n\x0fWatchProvenance\x12 \n\x1cWATCH_PROVENANCE_UNSPECIFIED\x10\x00\x12\x1d\n\x19WATCH_PROVENANCE_EXPLICIT\x10\x01\x12\x1c\n\x18WATCH_PROVENANCE_AMBIENT\x10\x02*j\n\tActorType\x12\x1a\n\x16\x41\x43TOR_TYPE_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41\x43TOR_TYPE_HUMAN\x10\x01\x12\x14\n\x10\x41\x43TOR_TYPE_AGENT\x10\x02\x12\x15\n\x11\x41\x43TOR_TYPE_SYSTEM\x10\x03*t\n\nRunOutcome\x12\x1b\n\x17RUN_OUTCOME_UNSPECIFIED\x10\x00\x12\x15\n\x11RUN_OUTCOME_ERROR\x10\x01\x12\x17\n\x13RUN_OUTCOME_TIMEOUT\x10\x02\x12\x19\n\x15RUN_OUTCOME_CANCELLED\x10\x03\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'sessionstate.v1.types_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _EVENTKIND._serialized_start=941
-  _EVENTKIND._serialized_end=1265
-  _WATCHPROVENANCE._serialized_start=1267
-  _WATCHPROVENANCE._serialized_end=1379
-  _ACTORTYPE._serialized_start=1381
-  _ACTORTYPE._serialized_end=1487
-  _RUNOUTCOME._serialized_start=1489
-  _RUNOUTCOME._serialized_end=1605
+  _EVENTKIND._serialized_start=961
+  _EVENTKIND._serialized_end=1285
+  _WATCHPROVENANCE._serialized_start=1287
+  _WATCHPROVENANCE._serialized_end=1399
+  _ACTORTYPE._serialized_start=1401
+  _ACTORTYPE._serialized_end=1507
+  _RUNOUTCOME._serialized_start=1509
+  _RUNOUTCOME._serialized_end=1625
   _SESSIONREF._serialized_start=81
   _SESSIONREF._serialized_end=124
   _EVENTPAYLOAD._serialized_start=127
@@ -36,5 +36,5 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _STATEEVENT._serialized_start=275
   _STATEEVENT._serialized_end=589
   _CURSOR._serialized_start=592
-  _CURSOR._serialized_end=938
+  _CURSOR._serialized_end=958
 # @@protoc_insertion_point(module_scope)

@@ -30,8 +30,9 @@ WATCH_PROVENANCE_EXPLICIT: WatchProvenance
 WATCH_PROVENANCE_UNSPECIFIED: WatchProvenance
 
 class Cursor(_message.Message):
-    __slots__ = ["acked_version", "extra_material_kinds", "material_version", "notified_version", "pending_notice_text", "provenance", "target", "updated_at", "watcher_session_key"]
+    __slots__ = ["acked_version", "claimed_by", "extra_material_kinds", "material_version", "notified_version", "pending_notice_text", "provenance", "target", "updated_at", "watcher_session_key"]
     ACKED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CLAIMED_BY_FIELD_NUMBER: _ClassVar[int]
     EXTRA_MATERIAL_KINDS_FIELD_NUMBER: _ClassVar[int]
     MATERIAL_VERSION_FIELD_NUMBER: _ClassVar[int]
     NOTIFIED_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -41,6 +42,7 @@ class Cursor(_message.Message):
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     WATCHER_SESSION_KEY_FIELD_NUMBER: _ClassVar[int]
     acked_version: int
+    claimed_by: str
     extra_material_kinds: _containers.RepeatedScalarFieldContainer[EventKind]
     material_version: int
     notified_version: int
@@ -49,7 +51,7 @@ class Cursor(_message.Message):
     target: SessionRef
     updated_at: _timestamp_pb2.Timestamp
     watcher_session_key: str
-    def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[SessionRef, _Mapping]] = ..., acked_version: _Optional[int] = ..., notified_version: _Optional[int] = ..., material_version: _Optional[int] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., provenance: _Optional[_Union[WatchProvenance, str]] = ..., extra_material_kinds: _Optional[_Iterable[_Union[EventKind, str]]] = ..., pending_notice_text: _Optional[str] = ...) -> None: ...
+    def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[SessionRef, _Mapping]] = ..., acked_version: _Optional[int] = ..., notified_version: _Optional[int] = ..., material_version: _Optional[int] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., provenance: _Optional[_Union[WatchProvenance, str]] = ..., extra_material_kinds: _Optional[_Iterable[_Union[EventKind, str]]] = ..., pending_notice_text: _Optional[str] = ..., claimed_by: _Optional[str] = ...) -> None: ...
 
 class EventPayload(_message.Message):
     __slots__ = ["catalog_id", "channel", "host_id", "outcome", "reason", "turns"]

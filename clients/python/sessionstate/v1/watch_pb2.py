@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from sessionstate.v1 import types_pb2 as sessionstate_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bsessionstate/v1/watch.proto\x12\x0fsessionstate.v1\x1a\x1bsessionstate/v1/types.proto\"\xc8\x01\n\x0cWatchRequest\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x34\n\nprovenance\x18\x03 \x01(\x0e\x32 .sessionstate.v1.WatchProvenance\x12\x38\n\x14\x65xtra_material_kinds\x18\x04 \x03(\x0e\x32\x1a.sessionstate.v1.EventKind\"Y\n\rWatchResponse\x12\x0f\n\x07watched\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\'\n\x06\x63ursor\x18\x03 \x01(\x0b\x32\x17.sessionstate.v1.Cursor\"Z\n\x0eUnwatchRequest\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\"\"\n\x0fUnwatchResponse\x12\x0f\n\x07removed\x18\x01 \x01(\x08\"\xbb\x01\n\x12ListWatchesRequest\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x34\n\nprovenance\x18\x05 \x01(\x0e\x32 .sessionstate.v1.WatchProvenance\"X\n\x13ListWatchesResponse\x12(\n\x07\x63ursors\x18\x01 \x03(\x0b\x32\x17.sessionstate.v1.Cursor\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"Z\n\x1cSubscribeStaleNoticesRequest\x12\x1c\n\x14watcher_session_keys\x18\x01 \x03(\t\x12\x1c\n\x14watcher_key_prefixes\x18\x02 \x03(\t\"\x85\x01\n\x1dSubscribeStaleNoticesResponse\x12.\n\x06notice\x18\x01 \x01(\x0b\x32\x1c.sessionstate.v1.StaleNoticeH\x00\x12)\n\x06synced\x18\x02 \x01(\x0b\x32\x17.sessionstate.v1.SyncedH\x00\x42\t\n\x07message\"\xcd\x01\n\x0bStaleNotice\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x15\n\rchanges_since\x18\x03 \x01(\x03\x12\x18\n\x10notified_version\x18\x04 \x01(\x03\x12\x0c\n\x04text\x18\x05 \x01(\t\x12\x0c\n\x04wake\x18\x06 \x01(\x08\x12\x13\n\x0b\x63ontext_key\x18\x07 \x01(\t\x12\x12\n\nqueue_only\x18\x08 \x01(\x08\"#\n\x06Synced\x12\x19\n\x11pending_delivered\x18\x01 \x01(\x05\"=\n\x11\x41\x63kNoticesRequest\x12(\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x1a.sessionstate.v1.NoticeAck\"\xa7\x01\n\tNoticeAck\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x18\n\x10notified_version\x18\x03 \x01(\x03\x12\x1f\n\x12reconciled_through\x18\x04 \x01(\x03H\x00\x88\x01\x01\x42\x15\n\x13_reconciled_through\"A\n\x12\x41\x63kNoticesResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.sessionstate.v1.AckResult\"\\\n\tAckResult\x12\x14\n\x0c\x61\x63knowledged\x18\x01 \x01(\x08\x12\x10\n\x08reopened\x18\x02 \x01(\x08\x12\'\n\x06\x63ursor\x18\x03 \x01(\x0b\x32\x17.sessionstate.v1.Cursor2\xc8\x03\n\x05Watch\x12\x46\n\x05Watch\x12\x1d.sessionstate.v1.WatchRequest\x1a\x1e.sessionstate.v1.WatchResponse\x12L\n\x07Unwatch\x12\x1f.sessionstate.v1.UnwatchRequest\x1a .sessionstate.v1.UnwatchResponse\x12X\n\x0bListWatches\x12#.sessionstate.v1.ListWatchesRequest\x1a$.sessionstate.v1.ListWatchesResponse\x12x\n\x15SubscribeStaleNotices\x12-.sessionstate.v1.SubscribeStaleNoticesRequest\x1a..sessionstate.v1.SubscribeStaleNoticesResponse0\x01\x12U\n\nAckNotices\x12\".sessionstate.v1.AckNoticesRequest\x1a#.sessionstate.v1.AckNoticesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bsessionstate/v1/watch.proto\x12\x0fsessionstate.v1\x1a\x1bsessionstate/v1/types.proto\"\xc8\x01\n\x0cWatchRequest\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x34\n\nprovenance\x18\x03 \x01(\x0e\x32 .sessionstate.v1.WatchProvenance\x12\x38\n\x14\x65xtra_material_kinds\x18\x04 \x03(\x0e\x32\x1a.sessionstate.v1.EventKind\"Y\n\rWatchResponse\x12\x0f\n\x07watched\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\'\n\x06\x63ursor\x18\x03 \x01(\x0b\x32\x17.sessionstate.v1.Cursor\"Z\n\x0eUnwatchRequest\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\"\"\n\x0fUnwatchResponse\x12\x0f\n\x07removed\x18\x01 \x01(\x08\"\xbb\x01\n\x12ListWatchesRequest\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x34\n\nprovenance\x18\x05 \x01(\x0e\x32 .sessionstate.v1.WatchProvenance\"X\n\x13ListWatchesResponse\x12(\n\x07\x63ursors\x18\x01 \x03(\x0b\x32\x17.sessionstate.v1.Cursor\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x89\x01\n\x1cSubscribeStaleNoticesRequest\x12\x1c\n\x14watcher_session_keys\x18\x01 \x03(\t\x12\x1c\n\x14watcher_key_prefixes\x18\x02 \x03(\t\x12\x16\n\x0e\x63onsumer_group\x18\x03 \x01(\t\x12\x15\n\rmax_in_flight\x18\x04 \x01(\x05\"\x85\x01\n\x1dSubscribeStaleNoticesResponse\x12.\n\x06notice\x18\x01 \x01(\x0b\x32\x1c.sessionstate.v1.StaleNoticeH\x00\x12)\n\x06synced\x18\x02 \x01(\x0b\x32\x17.sessionstate.v1.SyncedH\x00\x42\t\n\x07message\"\xf7\x01\n\x0bStaleNotice\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x15\n\rchanges_since\x18\x03 \x01(\x03\x12\x18\n\x10notified_version\x18\x04 \x01(\x03\x12\x0c\n\x04text\x18\x05 \x01(\t\x12\x0c\n\x04wake\x18\x06 \x01(\x08\x12\x13\n\x0b\x63ontext_key\x18\x07 \x01(\t\x12\x12\n\nqueue_only\x18\x08 \x01(\x08\x12\x10\n\x08\x63laim_id\x18\t \x01(\t\x12\x16\n\x0e\x64\x65livery_count\x18\n \x01(\x05\"#\n\x06Synced\x12\x19\n\x11pending_delivered\x18\x01 \x01(\x05\"=\n\x11\x41\x63kNoticesRequest\x12(\n\x04\x61\x63ks\x18\x01 \x03(\x0b\x32\x1a.sessionstate.v1.NoticeAck\"\xa7\x01\n\tNoticeAck\x12\x1b\n\x13watcher_session_key\x18\x01 \x01(\t\x12+\n\x06target\x18\x02 \x01(\x0b\x32\x1b.sessionstate.v1.SessionRef\x12\x18\n\x10notified_version\x18\x03 \x01(\x03\x12\x1f\n\x12reconciled_through\x18\x04 \x01(\x03H\x00\x88\x01\x01\x42\x15\n\x13_reconciled_through\"A\n\x12\x41\x63kNoticesResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.sessionstate.v1.AckResult\"\\\n\tAckResult\x12\x14\n\x0c\x61\x63knowledged\x18\x01 \x01(\x08\x12\x10\n\x08reopened\x18\x02 \x01(\x08\x12\'\n\x06\x63ursor\x18\x03 \x01(\x0b\x32\x17.sessionstate.v1.Cursor\"*\n\x15ReleaseNoticesRequest\x12\x11\n\tclaim_ids\x18\x01 \x03(\t\"*\n\x16ReleaseNoticesResponse\x12\x10\n\x08released\x18\x01 \x03(\x08\x32\xab\x04\n\x05Watch\x12\x46\n\x05Watch\x12\x1d.sessionstate.v1.WatchRequest\x1a\x1e.sessionstate.v1.WatchResponse\x12L\n\x07Unwatch\x12\x1f.sessionstate.v1.UnwatchRequest\x1a .sessionstate.v1.UnwatchResponse\x12X\n\x0bListWatches\x12#.sessionstate.v1.ListWatchesRequest\x1a$.sessionstate.v1.ListWatchesResponse\x12x\n\x15SubscribeStaleNotices\x12-.sessionstate.v1.SubscribeStaleNoticesRequest\x1a..sessionstate.v1.SubscribeStaleNoticesResponse0\x01\x12U\n\nAckNotices\x12\".sessionstate.v1.AckNoticesRequest\x1a#.sessionstate.v1.AckNoticesResponse\x12\x61\n\x0eReleaseNotices\x12&.sessionstate.v1.ReleaseNoticesRequest\x1a\'.sessionstate.v1.ReleaseNoticesResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'sessionstate.v1.watch_pb2', globals())
@@ -33,22 +33,26 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _LISTWATCHESREQUEST._serialized_end=687
   _LISTWATCHESRESPONSE._serialized_start=689
   _LISTWATCHESRESPONSE._serialized_end=777
-  _SUBSCRIBESTALENOTICESREQUEST._serialized_start=779
-  _SUBSCRIBESTALENOTICESREQUEST._serialized_end=869
-  _SUBSCRIBESTALENOTICESRESPONSE._serialized_start=872
-  _SUBSCRIBESTALENOTICESRESPONSE._serialized_end=1005
-  _STALENOTICE._serialized_start=1008
-  _STALENOTICE._serialized_end=1213
-  _SYNCED._serialized_start=1215
-  _SYNCED._serialized_end=1250
-  _ACKNOTICESREQUEST._serialized_start=1252
-  _ACKNOTICESREQUEST._serialized_end=1313
-  _NOTICEACK._serialized_start=1316
-  _NOTICEACK._serialized_end=1483
-  _ACKNOTICESRESPONSE._serialized_start=1485
-  _ACKNOTICESRESPONSE._serialized_end=1550
-  _ACKRESULT._serialized_start=1552
-  _ACKRESULT._serialized_end=1644
-  _WATCH._serialized_start=1647
-  _WATCH._serialized_end=2103
+  _SUBSCRIBESTALENOTICESREQUEST._serialized_start=780
+  _SUBSCRIBESTALENOTICESREQUEST._serialized_end=917
+  _SUBSCRIBESTALENOTICESRESPONSE._serialized_start=920
+  _SUBSCRIBESTALENOTICESRESPONSE._serialized_end=1053
+  _STALENOTICE._serialized_start=1056
+  _STALENOTICE._serialized_end=1303
+  _SYNCED._serialized_start=1305
+  _SYNCED._serialized_end=1340
+  _ACKNOTICESREQUEST._serialized_start=1342
+  _ACKNOTICESREQUEST._serialized_end=1403
+  _NOTICEACK._serialized_start=1406
+  _NOTICEACK._serialized_end=1573
+  _ACKNOTICESRESPONSE._serialized_start=1575
+  _ACKNOTICESRESPONSE._serialized_end=1640
+  _ACKRESULT._serialized_start=1642
+  _ACKRESULT._serialized_end=1734
+  _RELEASENOTICESREQUEST._serialized_start=1736
+  _RELEASENOTICESREQUEST._serialized_end=1778
+  _RELEASENOTICESRESPONSE._serialized_start=1780
+  _RELEASENOTICESRESPONSE._serialized_end=1822
+  _WATCH._serialized_start=1825
+  _WATCH._serialized_end=2380
 # @@protoc_insertion_point(module_scope)

@@ -62,10 +62,24 @@ class NoticeAck(_message.Message):
     watcher_session_key: str
     def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., notified_version: _Optional[int] = ..., reconciled_through: _Optional[int] = ...) -> None: ...
 
+class ReleaseNoticesRequest(_message.Message):
+    __slots__ = ["claim_ids"]
+    CLAIM_IDS_FIELD_NUMBER: _ClassVar[int]
+    claim_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, claim_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ReleaseNoticesResponse(_message.Message):
+    __slots__ = ["released"]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
+    released: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, released: _Optional[_Iterable[bool]] = ...) -> None: ...
+
 class StaleNotice(_message.Message):
-    __slots__ = ["changes_since", "context_key", "notified_version", "queue_only", "target", "text", "wake", "watcher_session_key"]
+    __slots__ = ["changes_since", "claim_id", "context_key", "delivery_count", "notified_version", "queue_only", "target", "text", "wake", "watcher_session_key"]
     CHANGES_SINCE_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_KEY_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_COUNT_FIELD_NUMBER: _ClassVar[int]
     NOTIFIED_VERSION_FIELD_NUMBER: _ClassVar[int]
     QUEUE_ONLY_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
@@ -73,22 +87,28 @@ class StaleNotice(_message.Message):
     WAKE_FIELD_NUMBER: _ClassVar[int]
     WATCHER_SESSION_KEY_FIELD_NUMBER: _ClassVar[int]
     changes_since: int
+    claim_id: str
     context_key: str
+    delivery_count: int
     notified_version: int
     queue_only: bool
     target: _types_pb2.SessionRef
     text: str
     wake: bool
     watcher_session_key: str
-    def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., changes_since: _Optional[int] = ..., notified_version: _Optional[int] = ..., text: _Optional[str] = ..., wake: bool = ..., context_key: _Optional[str] = ..., queue_only: bool = ...) -> None: ...
+    def __init__(self, watcher_session_key: _Optional[str] = ..., target: _Optional[_Union[_types_pb2.SessionRef, _Mapping]] = ..., changes_since: _Optional[int] = ..., notified_version: _Optional[int] = ..., text: _Optional[str] = ..., wake: bool = ..., context_key: _Optional[str] = ..., queue_only: bool = ..., claim_id: _Optional[str] = ..., delivery_count: _Optional[int] = ...) -> None: ...
 
 class SubscribeStaleNoticesRequest(_message.Message):
-    __slots__ = ["watcher_key_prefixes", "watcher_session_keys"]
+    __slots__ = ["consumer_group", "max_in_flight", "watcher_key_prefixes", "watcher_session_keys"]
+    CONSUMER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     WATCHER_KEY_PREFIXES_FIELD_NUMBER: _ClassVar[int]
     WATCHER_SESSION_KEYS_FIELD_NUMBER: _ClassVar[int]
+    consumer_group: str
+    max_in_flight: int
     watcher_key_prefixes: _containers.RepeatedScalarFieldContainer[str]
     watcher_session_keys: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, watcher_session_keys: _Optional[_Iterable[str]] = ..., watcher_key_prefixes: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, watcher_session_keys: _Optional[_Iterable[str]] = ..., watcher_key_prefixes: _Optional[_Iterable[str]] = ..., consumer_group: _Optional[str] = ..., max_in_flight: _Optional[int] = ...) -> None: ...
 
 class SubscribeStaleNoticesResponse(_message.Message):
     __slots__ = ["notice", "synced"]

@@ -40,6 +40,11 @@ class WatchStub(object):
                 request_serializer=sessionstate_dot_v1_dot_watch__pb2.AckNoticesRequest.SerializeToString,
                 response_deserializer=sessionstate_dot_v1_dot_watch__pb2.AckNoticesResponse.FromString,
                 )
+        self.ReleaseNotices = channel.unary_unary(
+                '/sessionstate.v1.Watch/ReleaseNotices',
+                request_serializer=sessionstate_dot_v1_dot_watch__pb2.ReleaseNoticesRequest.SerializeToString,
+                response_deserializer=sessionstate_dot_v1_dot_watch__pb2.ReleaseNoticesResponse.FromString,
+                )
 
 
 class WatchServicer(object):
@@ -80,6 +85,9 @@ class WatchServicer(object):
         opens on a pair the stream has already passed may come before `synced`. INVALID_ARGUMENT when
         neither keys nor prefixes are given; UNAVAILABLE when a replica learns that it missed changes of
         pending notices (it was cut off from its database longer than the feed keeps them): subscribe again.
+        With consumer_group the stream is a member of that group (docs/api.md, consumer groups): each pending
+        notice of the group's watchers goes to one member at a time, which holds its claim until it is
+        acknowledged, released (ReleaseNotices) or the member's stream ends; the others do not get it meanwhile.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -88,6 +96,16 @@ class WatchServicer(object):
     def AckNotices(self, request, context):
         """AckNotices acknowledges consumed notices. Each ack is guarded by notified_version: a stale or
         repeated ack changes nothing and answers acknowledged=false.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleaseNotices(self, request, context):
+        """ReleaseNotices gives back claims a consumer group's member could not take: each notice goes to
+        another member at once, with its delivery_count one higher. One answer per claim id, in order:
+        released=false for an id that is not held now (acknowledged, handed on, ended with its stream,
+        unknown, or in another namespace), never an error that says which.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -120,6 +138,11 @@ def add_WatchServicer_to_server(servicer, server):
                     servicer.AckNotices,
                     request_deserializer=sessionstate_dot_v1_dot_watch__pb2.AckNoticesRequest.FromString,
                     response_serializer=sessionstate_dot_v1_dot_watch__pb2.AckNoticesResponse.SerializeToString,
+            ),
+            'ReleaseNotices': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseNotices,
+                    request_deserializer=sessionstate_dot_v1_dot_watch__pb2.ReleaseNoticesRequest.FromString,
+                    response_serializer=sessionstate_dot_v1_dot_watch__pb2.ReleaseNoticesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -214,5 +237,22 @@ class Watch(object):
         return grpc.experimental.unary_unary(request, target, '/sessionstate.v1.Watch/AckNotices',
             sessionstate_dot_v1_dot_watch__pb2.AckNoticesRequest.SerializeToString,
             sessionstate_dot_v1_dot_watch__pb2.AckNoticesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReleaseNotices(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sessionstate.v1.Watch/ReleaseNotices',
+            sessionstate_dot_v1_dot_watch__pb2.ReleaseNoticesRequest.SerializeToString,
+            sessionstate_dot_v1_dot_watch__pb2.ReleaseNoticesResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
