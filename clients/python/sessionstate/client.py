@@ -31,7 +31,14 @@ EnumValue = Union[int, str]
 
 #: Codes after which reconnecting a subscription cannot help.
 _FINAL_CODES = frozenset(
-    {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED}
+    {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.UNIMPLEMENTED,
+        # A consumer group on a server that does not serve them (a PostgreSQL replica, in this version).
+        grpc.StatusCode.FAILED_PRECONDITION,
+    }
 )
 
 
@@ -213,6 +220,8 @@ class SessionStateClient:
         watchers: Iterable[str] = (),
         prefixes: Iterable[str] = (),
         *,
+        group: str = "",
+        max_in_flight: int = 0,
         stop: Optional[threading.Event] = None,
         backoff_initial: float = 0.1,
         backoff_max: float = 10.0,
@@ -221,8 +230,15 @@ class SessionStateClient:
         ``agent:main:``). A broken stream is reopened with jittered exponential backoff and resumes:
         notices still pending come again, so act on a notice and then :meth:`ack` it. Refusals a retry
         cannot fix (INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED) raise. Setting ``stop`` (a
-        ``threading.Event``) ends the iteration; so does closing the generator."""
-        request = watch_pb2.SubscribeStaleNoticesRequest(watcher_session_keys=list(watchers), watcher_key_prefixes=list(prefixes))
+        ``threading.Event``) ends the iteration; so does closing the generator.
+
+        With ``group`` (a consumer group), the processes that subscribe with the same group get each notice
+        once between them, one holder at a time: the notice's ``claim_id`` says this process holds it,
+        ``delivery_count`` how often it was handed out; :meth:`release` gives it back to the group.
+        ``max_in_flight`` (1-1000, default 16) bounds what this process holds at once."""
+        request = watch_pb2.SubscribeStaleNoticesRequest(
+            watcher_session_keys=list(watchers), watcher_key_prefixes=list(prefixes), consumer_group=group, max_in_flight=max_in_flight
+        )
         stopped = stop or threading.Event()
         ended = threading.Event()
         current: dict = {}
@@ -261,6 +277,12 @@ class SessionStateClient:
                 stopped.wait(delay)
         finally:
             ended.set()
+
+    def release(self, notices: Iterable[watch_pb2.StaleNotice]) -> list:
+        """Gives consumer-group notices back to the group (those this process cannot take): each goes to
+        another member at once. One bool per notice: False when it was not held any more."""
+        request = watch_pb2.ReleaseNoticesRequest(claim_ids=[notice.claim_id for notice in notices])
+        return list(self.watch_service.ReleaseNotices(request, timeout=self._timeout, metadata=self._metadata).released)
 
     def ack(self, notice: watch_pb2.StaleNotice, *, reconciled_through: Optional[int] = None) -> watch_pb2.AckResult:
         """Acknowledges a consumed notice. Pass ``reconciled_through`` (the state version you caught up to

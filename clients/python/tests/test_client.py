@@ -191,6 +191,27 @@ class ClientTest(unittest.TestCase):
         finally:
             subscriber.close()
 
+    def test_two_members_of_a_group_get_a_notice_once_and_a_release_hands_it_on(self) -> None:
+        self.assertTrue(self.client.watch(WATCHER, self.target).watched)
+        first = Subscriber(self.client, watchers=[WATCHER], group="gateway", max_in_flight=1)
+        second = None
+        try:
+            self.client.append(self.target, "GOAL_CHANGED", "AGENT", "first")
+            held = first.next()
+            self.assertEqual((held.target.key, held.delivery_count), (self.target, 1))
+            self.assertNotEqual(held.claim_id, "")
+            second = Subscriber(self.client, watchers=[WATCHER], group="gateway")
+            with self.assertRaises(queue.Empty):
+                second.next(timeout=0.5)
+            self.assertEqual(self.client.release([held]), [True])
+            handed = second.next()
+            self.assertEqual((handed.target.key, handed.delivery_count, handed.text), (self.target, 2, held.text))
+            self.assertEqual(self.client.release([held]), [False])
+        finally:
+            first.close()
+            if second is not None:
+                second.close()
+
     def test_an_ambient_watch_queues_without_waking_and_extra_kinds_notify_an_explicit_one(self) -> None:
         watched = self.client.watch(WATCHER, self.target, ambient=True)
         self.assertEqual((watched.watched, watched.cursor.provenance), (True, types_pb2.WATCH_PROVENANCE_AMBIENT))
