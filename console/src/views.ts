@@ -155,7 +155,7 @@ async function cursors(context: ViewContext, filter: { watcherSessionKey?: strin
   return found;
 }
 
-/** A table of pairs: L, N, M, whether a notice is pending and its exact text. */
+/** A table of pairs: L, N, M, whether a notice is pending (and which consumer group's member holds it) and its exact text. */
 function pairsTable(caption: string, rows: readonly Cursor[], other: (cursor: Cursor) => Child): HTMLElement {
   return table(
     caption,
@@ -166,7 +166,9 @@ function pairsTable(caption: string, rows: readonly Cursor[], other: (cursor: Cu
       count(cursor.ackedVersion),
       count(cursor.notifiedVersion),
       count(cursor.materialVersion),
-      cursor.notifiedVersion > cursor.ackedVersion ? h("strong", { class: "pending" }, "pending") : "no",
+      cursor.notifiedVersion > cursor.ackedVersion
+        ? [h("strong", { class: "pending" }, "pending"), ...(cursor.claimedBy === "" ? [] : [h("br", {}), `held by ${cursor.claimedBy.split("\n").join("; ")}`])]
+        : "no",
       cursor.pendingNoticeText === "" ? "—" : h("code", { class: "notice" }, cursor.pendingNoticeText),
     ]),
     "none.",

@@ -208,6 +208,18 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     const rows = await page.getByRole("table").filter({ hasText: "Events" }).locator("tbody tr td:first-child").allInnerTexts();
     assert.deepEqual(rows, events.map((e) => String(e.sequence)).reverse());
     await shoot(page, "session");
+    // A consumer group's member that holds the pair's notice is named in its row.
+    const gw = admin.watch.subscribeStaleNotices({ watcherSessionKeys: [W], consumerGroup: "gateway-main", maxInFlight: 10 }, { timeoutMs: 30_000 });
+    try {
+      const iterator = gw[Symbol.asyncIterator]();
+      for (let item = await iterator.next(); !item.done && item.value.message.case !== "synced"; item = await iterator.next());
+      await page.reload();
+      await pairs.waitFor();
+      const held = await pairs.locator("tbody tr").first().locator("td").nth(5).innerText();
+      assert.match(held, /^pending\nheld by gateway-main 127\.0\.0\.1:\d+$/);
+    } finally {
+      gw.cancel();
+    }
     await page.close();
   });
 
