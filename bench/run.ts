@@ -30,9 +30,10 @@ import { h2loadPerCall } from "./scenarios/h2load-per-call.js";
 import { scale } from "./scenarios/scale.js";
 import { streams } from "./scenarios/streams.js";
 import { hooks } from "./scenarios/hooks.js";
+import { groups } from "./scenarios/groups.js";
 import { latencyChart, report } from "./report.js";
 
-const scenarios = ["throughput", "latency", "coalescing", "reconcile", "startup", "stall", "etcd", "h2load", "postgres", "scale", "streams", "hooks"] as const;
+const scenarios = ["throughput", "latency", "coalescing", "reconcile", "startup", "stall", "etcd", "h2load", "postgres", "scale", "streams", "hooks", "groups"] as const;
 const only = process.env.BENCH_ONLY?.split(",").map((name) => name.trim());
 const unknownScenario = only?.find((name) => !(scenarios as readonly string[]).includes(name));
 if (unknownScenario !== undefined) throw new Error(`BENCH_ONLY: unknown scenario ${unknownScenario} (known: ${scenarios.join(", ")})`);
@@ -63,6 +64,7 @@ async function runScenarios(first: boolean): Promise<void> {
   if (first && runs("streams")) await streams();
   // The hooks scenario (issue 40) waits on the 60 s poller for its hooks-off row: the first run only.
   if (first && runs("hooks")) await hooks();
+  if (runs("groups")) await groups();
   if (runs("postgres")) {
     if (postgresBinDir() === undefined) row("postgres", "skipped", "PostgreSQL missing", "apt-get install postgresql");
     else await postgresReplicas({ root, work, rounds, roundMs, serverNodeArgs, row, results, appendBytes, freePort });

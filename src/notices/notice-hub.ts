@@ -401,6 +401,9 @@ export class NoticeHub {
           for (const [i, cursor] of read.cursors.entries()) {
             if (signal.aborted) return;
             if (!hasLiveNotice(cursor)) continue;
+            // A group's member claims only what it read last: a pair that changed since the page was read
+            // (acknowledged by a member while this one yielded the page) is read again from the dirty set.
+            if (sub.member !== undefined && sub.dirty.has(changeKey(cursor))) continue;
             const claim = this.claimFor(sub, cursor);
             if (claim === "full") {
               // The rest of the page waits for a slot (a page at most): offered again when one frees.
