@@ -155,9 +155,11 @@ test("every command of README.md and the clients' READMEs works as written, agai
   const claimed = [
     block("README.md", "Run it", "sh"),
     block("README.md", "A client", "js"),
+    block("README.md", "Several processes, one turn per change", "js"),
     block("README.md", "Install", "sh"),
     block("README.md", "Operator commands", "sh"),
     block("README.md", "The console", "sh"),
+    block("README.md", "See a person at once", "sh"),
     ...blocks.filter((b) => b.file === "clients/typescript/README.md"),
     block("clients/mcp/README.md", "@sessionstate/mcp", "sh"),
     ...blocks.filter((b) => b.file === "clients/python/README.md"),
@@ -266,6 +268,37 @@ test("every command of README.md and the clients' READMEs works as written, agai
     assert.deepEqual(hookBlocks.map((b) => b.lang), ["sh"]);
     assert.equal((await mustRun(joined(hookBlocks[0]!), operator, env)).stdout, "204\n");
 
+    // README.md, See a person at once: a second server as `npm start` runs it, reading transcripts under a
+    // home of its own (`~`), the hook installed into that home's Claude Code settings, a transcript adopted.
+    const [serveLine, installLine, adoptLine, ...moreHookLines] = commandLines(block("README.md", "See a person at once", "sh"));
+    assert.equal(moreHookLines.length, 0);
+    const home = folder("home");
+    const session = "0b5c7e2a-1d3f-4c5e-9a8b-7c6d5e4f3a2b";
+    mkdirSync(join(home, ".claude/projects/-home-me-app"), { recursive: true });
+    writeFileSync(join(home, ".claude/projects/-home-me-app", `${session}.jsonl`), `${JSON.stringify({ type: "assistant", message: { role: "assistant", content: "ok" } })}\n`);
+    const hookAddress = `127.0.0.1:${await freePort()}`;
+    const hookHttp = `127.0.0.1:${await freePort()}`;
+    const hookEnv = { ...env, HOME: home, SESSION: session, SESSIONSTATE_SERVER: hookAddress, SESSIONSTATE_HTTP_URL: `http://${hookHttp}` };
+    const hookServer = await startLine(
+      serveLine!,
+      repoRoot,
+      { ...hookEnv, SESSIONSTATE_LISTEN: hookAddress, SESSIONSTATE_HTTP_LISTEN: hookHttp, SESSIONSTATE_DB: join(scratch.dir, "hooks/sessionstate.db") },
+      /^console on /m,
+      "stdout",
+    );
+    try {
+      const installed = await mustRun(installLine!, operator, hookEnv);
+      assert.equal(
+        installed.stdout,
+        `claude (user): wrote ${home}/.claude/settings.json: UserPromptSubmit → sessionstate hook claude --server http://${hookHttp}\n` +
+          "Claude Code reads it when a session starts: sessions already running keep their old hooks.\n",
+      );
+      const adopted = await mustRun(adoptLine!, operator, hookEnv);
+      assert.match(adopted.stdout, new RegExp(`^adopted agent:main:worker from claude: file:${home}/\\.claude/projects/-home-me-app/${session}\\.jsonl from byte 67 \\(event 1\\)\n$`));
+    } finally {
+      assert.equal(await stop(hookServer.child), 0, "the second npm start stops cleanly");
+    }
+
     // README.md, A client: saved as it says, in the CommonJS project the client was installed in, run as it says.
     const snippet = block("README.md", "A client", "js");
     const jsRun = saveAndRun(snippet);
@@ -314,6 +347,26 @@ test("every command of README.md and the clients' READMEs works as written, agai
       } finally {
         await mcp.close();
       }
+    }
+    // README.md, Several processes (last: its appends move the global sequence the steps above assert on):
+    // saved as it says beside gateway.mjs, run as two processes of one gateway; three notices for the
+    // manager go one to each, never to both.
+    const groupSnippet = block("README.md", "Several processes, one turn per change", "js");
+    const groupRun = saveAndRun(groupSnippet);
+    writeFileSync(join(gateway, groupRun.file), groupSnippet.text);
+    const members = await Promise.all([0, 1].map(() => startLine(groupRun.command, gateway, env, /^ready$/m, "stdout")));
+    try {
+      for (let i = 1; i <= 3; i++) {
+        await mustRun(`sessionstate watch agent:main:main agent:main:subagent:turn-${i}`, operator, env);
+        await mustRun(`sessionstate append agent:main:subagent:turn-${i} --kind human-direct-message --actor human --summary "asked to stop"`, operator, env);
+      }
+      const taken = (): string[] => members.flatMap((m) => m.output().split("\n").filter((line) => / takes /.test(line)));
+      const deadline = Date.now() + 30_000;
+      while (taken().length < 3 && Date.now() < deadline) await sleep(50);
+      const targets = taken().map((line) => /takes (\S+) \(delivery 1\)$/.exec(line)?.[1]);
+      assert.deepEqual([...targets].sort(), [1, 2, 3].map((i) => `agent:main:subagent:turn-${i}`), `each notice once, to one process:\n${taken().join("\n")}`);
+    } finally {
+      for (const member of members) await stop(member.child);
     }
   } finally {
     if (server !== undefined) assert.equal(await stop(server), 0, "npm start stops cleanly on SIGTERM");
