@@ -15,6 +15,7 @@ import { isLocalTranscript } from "../domain/upstream-link.js";
 import type { Store } from "../store/store.js";
 import type { SessionActivity } from "./session-activity.js";
 import { outcomeKey, type UpstreamMonitor } from "./upstream-monitor.js";
+import { setNewest } from "../newest-first-map.js";
 
 /** What one hook call waits for on a link. */
 export interface HookWait {
@@ -170,9 +171,7 @@ export class HookScans {
 
   private rememberRead(key: string, promptIds: readonly string[]): void {
     const ids = [...(this.readPromptIds.get(key) ?? []), ...promptIds].slice(-promptIdsRemembered);
-    this.readPromptIds.delete(key);
-    if (this.readPromptIds.size >= maxRememberedLinks) this.readPromptIds.delete(this.readPromptIds.keys().next().value!);
-    this.readPromptIds.set(key, ids);
+    setNewest(this.readPromptIds, key, ids, maxRememberedLinks);
   }
 
   /** Sleeps for the poll interval, or until a new call or a stop wakes the loop. */
@@ -194,11 +193,8 @@ export class HookScans {
   /** Keeps a link's waits until the run on its session ends. */
   private defer(key: string, waiting: Waiting): void {
     if (this.stopped) return;
-    const existing = this.deferred.get(key);
-    this.deferred.delete(key);
-    if (this.deferred.size >= maxDeferred) this.deferred.delete(this.deferred.keys().next().value!);
     const waits = waiting.waits.map(({ promptId, calledAt }) => ({ promptId, calledAt }));
-    this.deferred.set(key, { session: waiting.session, waits: [...(existing?.waits ?? []), ...waits] });
+    setNewest(this.deferred, key, { session: waiting.session, waits: [...(this.deferred.get(key)?.waits ?? []), ...waits] }, maxDeferred);
     this.deferredTimer ??= setInterval(() => void this.pollDeferred(), this.timings.deferredPollMs).unref();
   }
 

@@ -1,5 +1,6 @@
 import type { Clock } from "../clock.js";
 import { SerialQueue } from "../serial-queue.js";
+import { setNewest } from "../newest-first-map.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
@@ -131,10 +132,7 @@ export class UpstreamMonitor {
   }
 
   private remember(link: LinkRecord, outcome: ScanOutcomeName): void {
-    const key = outcomeKey(link);
-    this.outcomes.delete(key);
-    if (this.outcomes.size >= maxRememberedOutcomes) this.outcomes.delete(this.outcomes.keys().next().value!);
-    this.outcomes.set(key, outcome);
+    setNewest(this.outcomes, outcomeKey(link), outcome, maxRememberedOutcomes);
   }
 
   private async checkWatchedLinks(namespace: string | undefined): Promise<TickReport> {
