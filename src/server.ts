@@ -11,6 +11,7 @@ import { formatHostPort, httpAddress, isLoopbackHost, type Config } from "./conf
 import type { Logger } from "./logger.js";
 import { Metrics, serveMetrics } from "./metrics.js";
 import { NoticeHub } from "./notices/notice-hub.js";
+import { SharedClaims } from "./notices/shared-claims.js";
 import { HealthState } from "./rpc/health.js";
 import { addReflection } from "./rpc/reflection.js";
 import { AddressInUseError, ensureAddressFree } from "./ports.js";
@@ -205,7 +206,7 @@ function createGrpcServer(
     SignalLog,
     signalLogHandlers({ store, clock, retention: jobs.retention, metrics, log: logger.child({ component: "rpc" }), activityByMinute }),
   );
-  edge.addService(Watch, watchHandlers({ store, hub, clock, metrics, activityByMinute, consumerGroups: facts.backend === "sqlite" }));
+  edge.addService(Watch, watchHandlers({ store, hub, clock, metrics, activityByMinute }));
   edge.addService(Reconcile, reconcileHandlers({ store, statusCacheBytes: config.statusCacheBytes, metrics, server: facts }), {
     everyNamespace: ["listNamespaces"],
   });
@@ -349,11 +350,12 @@ async function stopGracefully(parts: {
   hub.stop();
   await settleWithin(remainingMs(), Promise.all([jobs.hookScans.stop(), jobs.monitorJob.stop()]));
   await settleWithin(remainingMs(), jobs.retention.stop());
-  // Another replica may take this one's jobs at once rather than after the leases expire.
+  // Another replica may take this one's jobs, and its members' claims, at once rather than after the leases expire.
+  const claimsGiven = hub.claims.stop().catch((err: unknown) => log.warn({ err }, "handing on consumer groups' claims failed"));
   if (lifecycle.reachable) {
     await settleWithin(
       Math.min(remainingMs(), 1000),
-      lifecycle.releaseLeases(leaseHolder).catch((err: unknown) => log.warn({ err }, "releasing job leases failed")),
+      Promise.all([claimsGiven, lifecycle.releaseLeases(leaseHolder).catch((err: unknown) => log.warn({ err }, "releasing job leases failed"))]),
     );
   }
   if (metricsServer !== undefined) await closeHttp(metricsServer.server);
@@ -409,7 +411,11 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   metrics = serverMetrics;
   const activityByMinute = new ActivityByMinute(clock);
   const jobs = createJobs(config, opened, { clock, logger, metrics: serverMetrics, activityByMinute, leaseHolder });
-  const hub = new NoticeHub(store, logger.child({ component: "notices" }), serverMetrics);
+  // Replicas keep consumer groups' claims where every replica sees them; SQLite, in this process.
+  const sharedClaims =
+    opened.claims === undefined ? undefined : new SharedClaims(opened.claims, logger.child({ component: "claims" }), leaseHolder, () => opened.lifecycle.ready);
+  sharedClaims?.start();
+  const hub = new NoticeHub(store, logger.child({ component: "notices" }), serverMetrics, sharedClaims);
   hub.start();
   const facts: ServerFacts = {
     version: packageVersion(),

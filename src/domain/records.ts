@@ -36,6 +36,11 @@ export interface WatchRequest {
 export interface PairChange {
   watcherKey: string;
   target: SessionId;
+  /**
+   * Set when the change is only that a consumer group's claim on the pair's pending notice ended (SPEC
+   * §6.1): only that group's members are told, to offer the notice to another member.
+   */
+  group?: string;
 }
 
 /**

@@ -2,34 +2,14 @@
  * The claims of consumer groups (SPEC §6.1) in one process: which member holds each pending notice of a
  * group, and how often each was handed out. On SQLite one process owns the database and every stream, so
  * claims live here, in memory: a claim's holder is a stream of this process, and when the process ends
- * every claim ends with its streams, as SPEC §6.1 asks of a holder that goes away. (Replicas need claims
- * every replica sees: not served by this registry; see docs/api.md, consumer groups.)
+ * every claim ends with its streams, as SPEC §6.1 asks of a holder that goes away. (Replicas keep claims
+ * every replica sees: notices/shared-claims.)
  */
 import { randomUUID } from "node:crypto";
 import type { CursorRecord, PairChange } from "../domain/records.js";
 import { pairKey, hasLiveNotice } from "../domain/cursor-rules.js";
 import { decideClaim, type ClaimState } from "../domain/consumer-group.js";
-
-/** One member of a group: a subscription that named it. */
-export interface GroupMember {
-  readonly namespace: string;
-  readonly group: string;
-  /** The holder's address as the console and `sessionstate watches` show it. */
-  readonly peer: string;
-  readonly maxInFlight: number;
-  /** Claim ids it holds now. */
-  readonly held: Set<string>;
-  /** Notices it gave back, by pair: not handed to it again while their N is the same. */
-  readonly declined: Map<string, number>;
-  /** Told when one of its claims ended: a slot is free. */
-  slotFreed(): void;
-}
-
-/** A claim as the member's notice carries it. */
-export interface HeldClaim {
-  claimId: string;
-  deliveryCount: number;
-}
+import type { ClaimRefusal, GroupMember, HeldClaim, NoticeClaims } from "./notice-claims.js";
 
 interface ClaimRecord extends ClaimState<GroupMember> {
   id: string | undefined;
@@ -45,7 +25,7 @@ function groupKey(namespace: string, group: string): string {
  * Claims in memory. `handOn` is told of a notice whose claim ended while it is still pending (given back,
  * or its holder's stream ended): the hub offers it to the group's other members at once.
  */
-export class ClaimRegistry {
+export class ClaimRegistry implements NoticeClaims {
   /** Per group, per pair: the last claim's state (kept while the notice is pending, for the delivery count). */
   private readonly groups = new Map<string, Map<string, ClaimRecord>>();
   private readonly byId = new Map<string, { record: ClaimRecord; group: string }>();
@@ -81,7 +61,11 @@ export class ClaimRegistry {
    * What `member` may do with the pending notice of `cursor`: take it (a claim, now held), or not (held by
    * another member, already its own, given back by it, or it is at its max_in_flight).
    */
-  take(member: GroupMember, cursor: CursorRecord): HeldClaim | "mine" | "held" | "declined" | "full" {
+  take(member: GroupMember, cursor: CursorRecord): Promise<HeldClaim | ClaimRefusal> {
+    return Promise.resolve(this.takeNow(member, cursor));
+  }
+
+  private takeNow(member: GroupMember, cursor: CursorRecord): HeldClaim | ClaimRefusal {
     const key = groupKey(member.namespace, member.group);
     let group = this.groups.get(key);
     if (group === undefined) this.groups.set(key, (group = new Map()));
@@ -103,7 +87,7 @@ export class ClaimRegistry {
    * pending as claimed (acknowledged, reopened as a new notice, or gone) ends, and its holder's slot frees.
    * Nothing is handed on: every member hears the pair's change itself.
    */
-  settle(change: PairChange, cursor: CursorRecord | undefined): void {
+  settle(_member: GroupMember, change: PairChange, cursor: CursorRecord | undefined): void {
     const pair = pairKey(change.watcherKey, change.target);
     for (const [key, group] of this.groups) {
       if (!key.startsWith(`${change.target.namespace}\u0000`)) continue;
@@ -117,25 +101,32 @@ export class ClaimRegistry {
   }
 
   /**
-   * Gives claims back (ReleaseNotices): each held one of `namespace` whose watcher `mayRelease` allows is
-   * handed to the group's other members at once; the rest answer false, whatever they were.
+   * Gives claims back (ReleaseNotices): each held one of `namespace`, held over the connection `peer`, whose
+   * watcher `mayRelease` allows is handed to the group's other members at once; the rest answer false,
+   * whatever they were.
    */
-  release(claimIds: readonly string[], namespace: string, mayRelease: (watcherKey: string) => boolean): boolean[] {
-    return claimIds.map((id) => {
-      const entry = this.byId.get(id);
-      if (entry === undefined || entry.record.change.target.namespace !== namespace || !mayRelease(entry.record.change.watcherKey)) return false;
-      const holder = entry.record.holder;
-      if (holder === undefined) return false;
-      holder.declined.set(pairKey(entry.record.change.watcherKey, entry.record.change.target), entry.record.notified);
-      this.end(entry.record);
-      const members = this.members.get(entry.group);
-      if (members !== undefined) this.handOn(members, entry.record.change, holder);
-      return true;
-    });
+  release(claimIds: readonly string[], namespace: string, peer: string, mayRelease: (watcherKey: string) => boolean): Promise<boolean[]> {
+    return Promise.resolve(
+      claimIds.map((id) => {
+        const entry = this.byId.get(id);
+        const holder = entry?.record.holder;
+        if (entry === undefined || holder === undefined || holder.peer !== peer) return false;
+        if (entry.record.change.target.namespace !== namespace || !mayRelease(entry.record.change.watcherKey)) return false;
+        holder.declined.set(pairKey(entry.record.change.watcherKey, entry.record.change.target), entry.record.notified);
+        this.end(entry.record);
+        const members = this.members.get(entry.group);
+        if (members !== undefined) this.handOn(members, entry.record.change, holder);
+        return true;
+      }),
+    );
   }
 
-  /** Who holds the pending notice of a pair (N = `notified`), per group: `<group> <peer>` lines; empty when none does. */
-  claimedBy(cursor: CursorRecord): string {
+  /** Who holds the pending notices of some cursors (N = `notified`), per group: `<group> <peer>` lines; empty when none does. */
+  holders(): Promise<(cursor: CursorRecord) => string> {
+    return Promise.resolve((cursor) => this.claimedBy(cursor));
+  }
+
+  private claimedBy(cursor: CursorRecord): string {
     if (!hasLiveNotice(cursor)) return "";
     const pair = pairKey(cursor.watcherKey, cursor.target);
     const holders: string[] = [];
@@ -147,6 +138,9 @@ export class ClaimRegistry {
     }
     return holders.sort().join("\n");
   }
+
+  /** Nothing outlives the process: its members' streams end with it. */
+  async stop(): Promise<void> {}
 
   /** Claims held now, in every group. */
   get heldCount(): number {

@@ -9,7 +9,8 @@ import { hasLiveNotice } from "../domain/cursor-rules.js";
 import { noticeFromCursor, type Notice } from "../domain/notice.js";
 import { comparePairTo, positionFromPair, findRangeIndex, watcherRangesFromFilter, type PairPosition, type WatcherRange } from "../domain/pair-order.js";
 import type { CursorRecord } from "../domain/records.js";
-import { ClaimRegistry, type GroupMember, type HeldClaim } from "./claim-registry.js";
+import { ClaimRegistry } from "./claim-registry.js";
+import type { GroupMember, HeldClaim, NoticeClaims } from "./notice-claims.js";
 
 /** Which watchers a subscriber serves: in one namespace, exact keys and key prefixes, all normalised. */
 export interface NoticeFilter {
@@ -101,8 +102,11 @@ class Subscription {
   readonly dirty = new Map<string, PairChange>();
   /** When each dirty pair was first marked since it was last checked (performance.now()): for the metrics. */
   readonly markedAt = new Map<string, number>();
-  /** The feed missed changes: this stream cannot know what it missed and ends (its client subscribes again). */
-  gap = false;
+  /**
+   * Why this stream must end: the feed missed changes (it cannot know what it missed), or its group's claims
+   * can no longer be held here. Its client subscribes again.
+   */
+  failure: StatusError | undefined;
   private wake: (() => void) | undefined;
   /** Its membership of a consumer group, if it named one. */
   member: Member | undefined;
@@ -246,8 +250,8 @@ class Subscription {
     for (const { change, changeNumber } of heard.values()) if (changeNumber > read.through) this.heard(change, changeNumber);
   }
 
-  markGap(): void {
-    this.gap = true;
+  fail(error: StatusError): void {
+    this.failure ??= error;
     this.wakeUp();
   }
 
@@ -259,7 +263,7 @@ class Subscription {
 
   /** Resolves when a pair becomes dirty, the feed has a gap, or `signal` aborts. */
   changed(signal: AbortSignal): Promise<void> {
-    if (this.dirty.size > 0 || this.gap || signal.aborted) return Promise.resolve();
+    if (this.dirty.size > 0 || this.failure !== undefined || signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const settle = (): void => {
         signal.removeEventListener("abort", settle);
@@ -272,8 +276,12 @@ class Subscription {
   }
 }
 
-/** A subscription's membership of a group, as the claim registry sees it. */
+/** Numbers this process's group members. */
+let membersJoined = 0;
+
+/** A subscription's membership of a group, as the claims see it. */
 class Member implements GroupMember {
+  readonly id = String(++membersJoined);
   readonly held = new Set<string>();
   readonly declined = new Map<string, number>();
 
@@ -287,6 +295,10 @@ class Member implements GroupMember {
 
   slotFreed(): void {
     this.subscription.slotFreed();
+  }
+
+  end(error: StatusError): void {
+    this.subscription.fail(error);
   }
 }
 
@@ -307,23 +319,32 @@ export class NoticeHub {
   private forgetTimer: NodeJS.Timeout | undefined;
   /** Subscriptions that remember reads ahead of the feed. */
   private readonly remembering = new Set<Subscription>();
-  /** The consumer groups' claims (SPEC §6.1): a notice whose claim ended while pending is offered to the other members. */
-  readonly claims = new ClaimRegistry((members, change, except) => {
-    for (const member of members) if (member !== except) (member as Member).subscription.offered(change);
-  });
+  /**
+   * The consumer groups' claims (SPEC §6.1): in this process (a notice whose claim ended while pending is
+   * offered to the other members at once), or shared by replicas (it reaches them through the feed).
+   */
+  readonly claims: NoticeClaims;
 
   constructor(
     private readonly store: NoticeSource,
     private readonly log: Logger,
     private readonly metrics?: Metrics,
-  ) {}
+    claims?: NoticeClaims,
+  ) {
+    this.claims =
+      claims ??
+      new ClaimRegistry((members, change, except) => {
+        for (const member of members) if (member !== except) (member as Member).subscription.offered(change);
+      });
+  }
 
   /** Starts listening to the store's feed. */
   start(): void {
     this.unsubscribe ??= this.store.onPairChanges((changes, changeNumber) => this.dispatch(changes, changeNumber));
     this.unsubscribeGaps ??= this.store.onFeedGap?.(() => {
       this.log.warn("the feed of changes has a gap: every subscription ends, and its client subscribes again");
-      for (const sub of this.allSubscriptions()) sub.markGap();
+      const gap = new StatusError("UNAVAILABLE", "this server may have missed changes of pending notices; subscribe again");
+      for (const sub of this.allSubscriptions()) sub.fail(gap);
     });
   }
 
@@ -376,15 +397,16 @@ export class NoticeHub {
   async *serve(filter: NoticeFilter, signal: AbortSignal, membership?: GroupMembership): AsyncGenerator<NoticeStreamItem, void, undefined> {
     const sub = new Subscription(filter);
     if (membership !== undefined) {
-      sub.member = new Member(filter.namespace, membership.group, membership.peer, membership.maxInFlight, sub);
-      this.claims.join(sub.member);
+      const member = new Member(filter.namespace, membership.group, membership.peer, membership.maxInFlight, sub);
+      this.claims.join(member);
+      sub.member = member;
     }
     this.register(sub);
     try {
       let pendingDelivered = 0;
       let synced = false;
       while (!signal.aborted) {
-        if (sub.gap) throw new StatusError("UNAVAILABLE", "this server may have missed changes of pending notices; subscribe again");
+        if (sub.failure !== undefined) throw sub.failure;
         sub.forgetHeard(this.store.changesHeardThrough());
         if (sub.dirty.size > 0) {
           for await (const item of this.sendDirty(sub, signal)) {
@@ -404,7 +426,7 @@ export class NoticeHub {
             // A group's member claims only what it read last: a pair that changed since the page was read
             // (acknowledged by a member while this one yielded the page) is read again from the dirty set.
             if (sub.member !== undefined && sub.dirty.has(changeKey(cursor))) continue;
-            const claim = this.claimFor(sub, cursor);
+            const claim = await this.claimFor(sub, cursor);
             if (claim === "full") {
               // The rest of the page waits for a slot (a page at most): offered again when one frees.
               for (const rest of read.cursors.slice(i)) if (hasLiveNotice(rest)) sub.waitForSlot(rest);
@@ -437,9 +459,11 @@ export class NoticeHub {
    * For a group member, the claim on a pending notice it may send (`skip`: another member holds it, it is
    * already this member's, or this member gave it back; `full`: it holds all it may); undefined outside a group.
    */
-  private claimFor(sub: Subscription, cursor: CursorRecord): HeldClaim | "skip" | "full" | undefined {
+  private async claimFor(sub: Subscription, cursor: CursorRecord): Promise<HeldClaim | "skip" | "full" | undefined> {
     if (sub.member === undefined) return undefined;
-    const taken = this.claims.take(sub.member, cursor);
+    const taken = await this.claims.take(sub.member, cursor);
+    // A claim is sent only while it holds: a stream whose claims were given up meanwhile ends instead.
+    if (sub.failure !== undefined) throw sub.failure;
     if (taken === "full") return "full";
     return typeof taken === "string" ? "skip" : taken;
   }
@@ -462,9 +486,9 @@ export class NoticeHub {
       sub.markedAt.delete(key);
       const cursor = cursors.get(key);
       // A group's claim on a notice that is no longer pending as claimed ends (an ack, a reopen, an unwatch).
-      if (sub.member !== undefined) this.claims.settle(change, cursor);
+      if (sub.member !== undefined) this.claims.settle(sub.member, change, cursor);
       if (cursor === undefined || !hasLiveNotice(cursor)) continue;
-      const claim = this.claimFor(sub, cursor);
+      const claim = await this.claimFor(sub, cursor);
       if (claim === "full") {
         sub.waitForSlot(change);
         continue;
@@ -502,10 +526,12 @@ export class NoticeHub {
   private dispatch(changes: readonly PairChange[], changeNumber: number): void {
     try {
       for (const change of changes) {
-        // A subscription that names the watcher and matches a prefix too hears the change once.
+        // A subscription that names the watcher and matches a prefix too hears the change once. A claim that
+        // ended is only its group's members' to hear.
+        const hears = (sub: Subscription): boolean => change.group === undefined || sub.member?.group === change.group;
         const named = this.byWatcher.get(watcherIn(change.target.namespace, change.watcherKey));
-        for (const sub of named ?? []) sub.heard(change, changeNumber);
-        for (const sub of this.byPrefix) if (named?.has(sub) !== true && sub.matchesPrefix(change)) sub.heard(change, changeNumber);
+        for (const sub of named ?? []) if (hears(sub)) sub.heard(change, changeNumber);
+        for (const sub of this.byPrefix) if (named?.has(sub) !== true && sub.matchesPrefix(change) && hears(sub)) sub.heard(change, changeNumber);
       }
     } catch (err) {
       // The feed runs inside the writer's call: a delivery fault must never fail the write.

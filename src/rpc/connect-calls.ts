@@ -182,7 +182,7 @@ function unaryCall(
     let code: number = GrpcStatus.OK;
     try {
       caller = admit(httpContext, gate, authenticate, scope);
-      const context: CallContext = { signal: httpContext.signal, method: path, principal: caller.principal, namespace: caller.namespace };
+      const context: CallContext = { signal: httpContext.signal, method: path, principal: caller.principal, namespace: caller.namespace, peer: httpContext.values.get(peerKey) };
       return asMessage(method.output, await handler(request, context));
     } catch (err) {
       const refused = asConnectError(err, gate, path);

@@ -108,4 +108,9 @@ class UnaryCallContext implements CallContext {
     }
     return this.abort.signal;
   }
+
+  /** The connection the call came on (ReleaseNotices: a claim is given back over the connection holding it). */
+  get peer(): string {
+    return this.call.getPeer();
+  }
 }

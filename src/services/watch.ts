@@ -1,6 +1,6 @@
 import type { Watch } from "../../gen/sessionstate/v1/watch_pb.js";
 import type { Clock } from "../clock.js";
-import { StatusError, invalidArgument } from "../errors.js";
+import { invalidArgument } from "../errors.js";
 import { consumerGroupProblem, defaultMaxInFlight } from "../domain/consumer-group.js";
 import { hasControlCharacter, isAgentQualified, maxKeyBytes, normalizeKey } from "../domain/session-key.js";
 import type { NoticeFilter, NoticeHub } from "../notices/notice-hub.js";
@@ -30,11 +30,6 @@ export interface WatchDeps {
   metrics?: Metrics;
   /** Counts acknowledgements and the notices they reopen (GetServerInfo). */
   activityByMinute?: ActivityByMinute;
-  /**
-   * Whether consumer groups are served: their claims live in this process (SQLite). Replicas need claims
-   * that every replica sees, which they do not have yet: a group subscription there is refused.
-   */
-  consumerGroups: boolean;
 }
 
 /** Most claim ids one ReleaseNotices call may carry. */
@@ -97,9 +92,9 @@ function watchRequestFromProto(provenance: ProtoWatchProvenance, kinds: readonly
 }
 
 /** The Watch service: cursors, the notice stream and acknowledgements. */
-export function watchHandlers({ store, hub, clock, metrics, activityByMinute, consumerGroups }: WatchDeps): ServiceHandlers<(typeof Watch)["method"]> {
+export function watchHandlers({ store, hub, clock, metrics, activityByMinute }: WatchDeps): ServiceHandlers<(typeof Watch)["method"]> {
   /** Every cursor answered names who holds its pending notice's claim in a consumer group (Cursor.claimed_by). */
-  const claimedBy = (cursor: CursorRecord): string => hub.claims.claimedBy(cursor);
+  const claimedBy = (cursors: readonly CursorRecord[]): Promise<(cursor: CursorRecord) => string> => hub.claims.holders(cursors);
   return {
     watch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
@@ -109,7 +104,8 @@ export function watchHandlers({ store, hub, clock, metrics, activityByMinute, co
       authorizeAgents(context, [target.agentId]);
       const refusal = watchRefusal(watcherKey, target);
       if (refusal !== undefined) return watchResponse({ reason: refusal });
-      return watchResponse({ cursor: await store.watch(watcherKey, target, clock.nowMs(), wanted) }, claimedBy);
+      const cursor = await store.watch(watcherKey, target, clock.nowMs(), wanted);
+      return watchResponse({ cursor }, await claimedBy([cursor]));
     },
     unwatch: async (request, context) => {
       const watcherKey = normalizeKey("watcher_session_key", request.watcherSessionKey);
@@ -138,7 +134,7 @@ export function watchHandlers({ store, hub, clock, metrics, activityByMinute, co
         limit: limit + 1,
       });
       const { page, nextPageToken } = paginate(cursors, limit, (c) => [c.watcherKey, c.target.agentId, c.target.key]);
-      return listWatchesResponse(page, nextPageToken, claimedBy);
+      return listWatchesResponse(page, nextPageToken, await claimedBy(page));
     },
     subscribeStaleNotices: async function* (request, context) {
       const filter = noticeFilterFromRequest(context.namespace, request.watcherSessionKeys, request.watcherKeyPrefixes);
@@ -146,9 +142,6 @@ export function watchHandlers({ store, hub, clock, metrics, activityByMinute, co
       authorizePrefixes(context, filter.prefixes);
       const problem = consumerGroupProblem(request.consumerGroup, request.maxInFlight);
       if (problem !== undefined) throw invalidArgument(problem.field, problem.problem);
-      if (request.consumerGroup !== "" && !consumerGroups) {
-        throw new StatusError("FAILED_PRECONDITION", "consumer_group: consumer groups are served on SQLite only in this version, not on PostgreSQL replicas");
-      }
       const membership =
         request.consumerGroup === ""
           ? undefined
@@ -171,7 +164,8 @@ export function watchHandlers({ store, hub, clock, metrics, activityByMinute, co
           return false;
         }
       };
-      return { released: hub.claims.release(request.claimIds, context.namespace, mayRelease) };
+      // Only over the connection that holds a claim: a claim id another member learnt of is not its to give back.
+      return { released: await hub.claims.release(request.claimIds, context.namespace, context.peer ?? "unknown", mayRelease) };
     },
     ackNotices: async (request, context) => {
       if (request.acks.length > maxAcksPerCall) throw invalidArgument("acks", `at most ${maxAcksPerCall} per call`);
@@ -195,7 +189,7 @@ export function watchHandlers({ store, hub, clock, metrics, activityByMinute, co
         if (outcome.acknowledged) activityByMinute?.count(context.namespace, "noticesAcknowledged");
         if (outcome.reopened) activityByMinute?.count(context.namespace, "noticesOpened");
       }
-      return ackResponse(outcomes, claimedBy);
+      return ackResponse(outcomes, await claimedBy(outcomes.flatMap((outcome) => (outcome.cursor === undefined ? [] : [outcome.cursor]))));
     },
   };
 }

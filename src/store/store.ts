@@ -188,3 +188,56 @@ export interface CommitObserver {
    */
   committed(seconds: number, writes: number, waitedSeconds: number): void;
 }
+
+/** A consumer group's claim on a pair's pending notice as the shared ledger holds it (SPEC §6.1 across replicas). */
+export interface ClaimRow {
+  group: string;
+  pair: PairChange;
+  /** The notice claimed (N). */
+  notified: number;
+  deliveryCount: number;
+  /** The compare-and-set token of the next take. */
+  generation: number;
+  /** The member holding it, when one does and its incarnation is alive; with its address. */
+  holder?: string;
+  peer?: string;
+}
+
+/** A take of a claim: the row as it must still be, and what it becomes. */
+export interface ClaimTake {
+  group: string;
+  pair: PairChange;
+  /** The row's generation as read; undefined: there was no row. */
+  expectedGeneration: number | undefined;
+  notified: number;
+  deliveryCount: number;
+  claimId: string;
+  holder: string;
+  incarnation: string;
+  peer: string;
+}
+
+/**
+ * The claims of consumer groups that every replica sees (PostgreSQL). Claims are held by members of an
+ * incarnation of a replica, which is alive while it renews its row in time; a take succeeds only for a
+ * live incarnation and a row unchanged since it was read. Freeing claims is a write whose pairs reach the
+ * group's members on every replica through the feed.
+ */
+export interface ClaimLedger {
+  startHolder(incarnation: string, ttlMs: number): Promise<void>;
+  /** False when the incarnation had expired: it never lives again. */
+  renewHolder(incarnation: string, ttlMs: number): Promise<boolean>;
+  endHolder(incarnation: string): Promise<void>;
+  read(namespace: string, group: string, pairs: readonly PairChange[]): Promise<ClaimRow[]>;
+  /** Held claims of the pairs in every group (Cursor.claimed_by). */
+  heldOf(pairs: readonly PairChange[]): Promise<ClaimRow[]>;
+  take(take: ClaimTake): Promise<boolean>;
+  /** Frees claims by id and tells their groups' members; the number freed. */
+  free(claimIds: readonly string[]): Promise<number>;
+  /** Forgets a claim whose notice is no longer pending as claimed. */
+  forget(claimId: string): Promise<void>;
+  /** Frees the claims of expired incarnations (up to a bound) and tells their groups' members; the number freed. */
+  freeExpired(): Promise<number>;
+  /** Removes up to `limit` rows of notices acknowledged while nobody held them. */
+  removeSettled(limit: number): Promise<number>;
+}

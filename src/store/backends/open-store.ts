@@ -12,7 +12,7 @@ import { isPostgresUrl, parsePostgresUrl, redactPostgresUrl } from "../postgres/
 import { SqliteStore } from "../sqlite/sqlite-store.js";
 import { storeFaultFromError } from "../store-errors.js";
 import type { StorageObserver } from "../storage-tracker.js";
-import type { CommitObserver, Durability, Store } from "../store.js";
+import type { ClaimLedger, CommitObserver, Durability, Store } from "../store.js";
 
 /** What the configuration says about storage. */
 export interface StoreSettings {
@@ -77,6 +77,8 @@ export interface OpenedStore {
   description: string;
   /** Which backend this is (GetServerInfo). */
   backend: "sqlite" | "postgres";
+  /** Replicas: the consumer groups' claims every replica sees. Absent on SQLite, where one process holds every claim. */
+  claims?: ClaimLedger;
 }
 
 /** A PostgreSQL that did not answer is tried again: first after this, doubling up to the most, with jitter. */
@@ -179,5 +181,5 @@ async function openPostgres(settings: StoreSettings, { clock, log, storage, comm
       return store.close(withinMs);
     },
   };
-  return { store, lifecycle, tuning: { pruneStepTargetMs: 15 }, description: `${redactPostgresUrl(settings.dbPath)} schema ${settings.dbSchema}`, backend: "postgres" };
+  return { store, lifecycle, tuning: { pruneStepTargetMs: 15 }, description: `${redactPostgresUrl(settings.dbPath)} schema ${settings.dbSchema}`, backend: "postgres", claims: store.claims };
 }

@@ -24,6 +24,7 @@ export interface FeedRow {
   watcher_key: string;
   target_agent_id: string;
   target_key: string;
+  group_name: string;
 }
 
 /**
@@ -31,15 +32,16 @@ export interface FeedRow {
  * key (never a watcher's: keys are validated non-empty) says its session's SessionStatus answer changed,
  * and one whose every name is empty says every session's did.
  */
-function feedRowsFromChanges(pairs: readonly PairChange[], status: StatusChanges): { n: string[]; w: string[]; a: string[]; k: string[] } {
-  const rows = { n: [] as string[], w: [] as string[], a: [] as string[], k: [] as string[] };
-  const push = (n: string, w: string, a: string, k: string): void => {
+function feedRowsFromChanges(pairs: readonly PairChange[], status: StatusChanges): { n: string[]; w: string[]; a: string[]; k: string[]; g: string[] } {
+  const rows = { n: [] as string[], w: [] as string[], a: [] as string[], k: [] as string[], g: [] as string[] };
+  const push = (n: string, w: string, a: string, k: string, g = ""): void => {
     rows.n.push(n);
     rows.w.push(w);
     rows.a.push(a);
     rows.k.push(k);
+    rows.g.push(g);
   };
-  for (const pair of pairs) push(pair.target.namespace, pair.watcherKey, pair.target.agentId, pair.target.key);
+  for (const pair of pairs) push(pair.target.namespace, pair.watcherKey, pair.target.agentId, pair.target.key, pair.group);
   if (status.all) push("", "", "", "");
   else for (const session of status.sessions) push(session.namespace, "", session.agentId, session.key);
   return rows;
@@ -84,9 +86,9 @@ export class ClockTables {
     const rows = feedRowsFromChanges(pairs, status);
     return [
       sql`
-        INSERT INTO pair_changes (change_seq, namespace, watcher_key, target_agent_id, target_key, at_ms)
-        SELECT ${changeSeq}, n, w, a, k, ${atMs}
-        FROM unnest(${rows.n}::text[], ${rows.w}::text[], ${rows.a}::text[], ${rows.k}::text[]) AS t (n, w, a, k)`,
+        INSERT INTO pair_changes (change_seq, namespace, watcher_key, target_agent_id, target_key, group_name, at_ms)
+        SELECT ${changeSeq}, n, w, a, k, g, ${atMs}
+        FROM unnest(${rows.n}::text[], ${rows.w}::text[], ${rows.a}::text[], ${rows.k}::text[], ${rows.g}::text[]) AS t (n, w, a, k, g)`,
       sql`SELECT pg_notify(${this.channel}, ${String(changeSeq)})`,
     ];
   }
@@ -98,9 +100,9 @@ export class ClockTables {
    */
   readAfter(q: Queryable, afterSeq: number, rows: number): Promise<FeedRow[]> {
     return q.query<FeedRow>(sql`
-      SELECT c.change_seq AS head, p.change_seq, p.namespace, p.watcher_key, p.target_agent_id, p.target_key
+      SELECT c.change_seq AS head, p.change_seq, p.namespace, p.watcher_key, p.target_agent_id, p.target_key, p.group_name
       FROM clock AS c LEFT JOIN LATERAL (
-        SELECT change_seq, namespace, watcher_key, target_agent_id, target_key FROM pair_changes
+        SELECT change_seq, namespace, watcher_key, target_agent_id, target_key, group_name FROM pair_changes
         WHERE change_seq > ${afterSeq} AND change_seq <= (
           SELECT max(change_seq) FROM (
             SELECT change_seq FROM pair_changes WHERE change_seq > ${afterSeq} ORDER BY change_seq LIMIT ${rows}

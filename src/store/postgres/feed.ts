@@ -253,7 +253,7 @@ export class PairChangeFeed {
         const target = { namespace: row.namespace, agentId: row.target_agent_id, key: row.target_key };
         if (row.watcher_key !== "") {
           if (changes.at(-1)?.changeNumber !== read) changes.push({ changeNumber: read, pairs: [] });
-          changes.at(-1)!.pairs.push({ watcherKey: row.watcher_key, target });
+          changes.at(-1)!.pairs.push(row.group_name === "" ? { watcherKey: row.watcher_key, target } : { watcherKey: row.watcher_key, target, group: row.group_name });
         } else if (row.namespace === "") status.all = true;
         else status.sessions.push(target);
       }

@@ -262,6 +262,39 @@ export const postgresMigrations: readonly string[] = [
   CREATE INDEX upstream_links_by_source ON upstream_links (namespace, source);
   CREATE INDEX upstream_links_by_thread ON upstream_links (namespace, thread_id);
   `,
+  `
+  -- Consumer groups across replicas (SPEC §6.1, issue 41). A claim's holder is a member stream of one
+  -- incarnation of a replica; an incarnation is alive while its row here has not expired. A replica renews
+  -- its row every 500 ms for 2 s (never once it has expired: an expired incarnation stays dead, and the
+  -- replica goes on under a new one), and ends its members' streams before its last renewal runs out.
+  CREATE TABLE claim_holders (
+    incarnation text COLLATE "C" PRIMARY KEY,
+    expires_at  timestamptz NOT NULL
+  );
+  -- Per group and pair: the claim on the pair's pending notice (N = notified) as the group last left it.
+  -- Held while claim_id is set and its incarnation is alive; generation is the compare-and-set token of a take.
+  CREATE TABLE notice_claims (
+    namespace       text COLLATE "C" NOT NULL,
+    group_name      text COLLATE "C" NOT NULL,
+    watcher_key     text COLLATE "C" NOT NULL,
+    target_agent_id text COLLATE "C" NOT NULL,
+    target_key      text COLLATE "C" NOT NULL,
+    notified        int8 NOT NULL,
+    delivery_count  int4 NOT NULL,
+    generation      int8 NOT NULL,
+    claim_id        text COLLATE "C",
+    holder          text COLLATE "C",
+    incarnation     text COLLATE "C",
+    peer            text,
+    PRIMARY KEY (namespace, group_name, watcher_key, target_agent_id, target_key)
+  );
+  CREATE UNIQUE INDEX notice_claims_by_id ON notice_claims (claim_id) WHERE claim_id IS NOT NULL;
+  CREATE INDEX notice_claims_by_incarnation ON notice_claims (incarnation) WHERE incarnation IS NOT NULL;
+  CREATE INDEX notice_claims_of_pair ON notice_claims (namespace, watcher_key, target_agent_id, target_key);
+  -- A claim that ends while its notice is pending is told to the group's members on other replicas through
+  -- the feed, as a change of the pair for that group only (other subscribers of the watcher are not told).
+  ALTER TABLE pair_changes ADD COLUMN group_name text COLLATE "C" NOT NULL DEFAULT '';
+  `,
 ];
 
 /** Thrown when the schema is newer than this program knows; names both versions. */

@@ -28,7 +28,8 @@ import { planNamespaceTrim, pruneCursorBudget, pruneNeedsCounts, pruneStepOutcom
 import { settleWithin } from "../../settle-within.js";
 import { ChangeStamps } from "../change-stamps.js";
 import { StorageTracker, type StorageObserver } from "../storage-tracker.js";
-import type { CommitObserver, Durability, Store, WatchFilter, WriteResult } from "../store.js";
+import type { ClaimLedger, CommitObserver, Durability, Store, WatchFilter, WriteResult } from "../store.js";
+import { ClaimTables } from "./claim-tables.js";
 import { ActivityTables } from "./activity-tables.js";
 import { ClockTables, type StatusChanges } from "./clock-tables.js";
 import { DatabaseUnreachableError, PostgresDatabase, type PgDeadlines } from "./connection.js";
@@ -46,6 +47,9 @@ import type { WriteBatch, WriteHints } from "./write-batch.js";
 
 /** How long the feed's rows are kept: a replica away for longer resynchronises its subscribers instead. */
 const pairChangesKeptMs = 60 * 60 * 1000;
+
+/** Expired incarnations whose claims one sweep frees, at most. */
+const expiredHoldersPerSweep = 100;
 
 /** Where a PostgreSQL store connects, and who this replica is. */
 export interface PostgresStoreOptions {
@@ -89,6 +93,7 @@ export class PostgresStore implements Store {
   private readonly activity: ActivityTables;
   private readonly namespaces: NamespaceTables;
   private readonly leases: LeaseTables;
+  private readonly claimTables: ClaimTables;
   private readonly clock: ClockTables;
   private readonly groupCommit: GroupCommit;
   /** Listening to other replicas' changes: from `start()` on. */
@@ -112,6 +117,7 @@ export class PostgresStore implements Store {
     this.activity = new ActivityTables(db);
     this.namespaces = new NamespaceTables(db);
     this.leases = new LeaseTables(db);
+    this.claimTables = new ClaimTables(db);
     this.clock = new ClockTables(`sessionstate_${options.schema}`);
     this.groupCommit = new GroupCommit(
       db,
@@ -410,6 +416,35 @@ export class PostgresStore implements Store {
   releaseLeases(holder: string): Promise<void> {
     return this.leases.releaseAll(holder);
   }
+
+  /**
+   * The consumer groups' claims every replica sees (SPEC §6.1). Reads and takes are single statements; a
+   * write that frees claims runs under the clock lock like every write, so the pairs it frees reach the
+   * group's members on every replica through the feed.
+   */
+  readonly claims: ClaimLedger = {
+    startHolder: (incarnation, ttlMs) => this.claimTables.startHolder(incarnation, ttlMs),
+    renewHolder: (incarnation, ttlMs) => this.claimTables.renewHolder(incarnation, ttlMs),
+    endHolder: (incarnation) => this.claimTables.endHolder(incarnation),
+    read: (namespace, group, pairs) => this.claimTables.read(namespace, group, pairs),
+    heldOf: (pairs) => this.claimTables.heldOf(pairs),
+    take: (take) => this.claimTables.take(take),
+    free: (claimIds) =>
+      this.runWrite(async (batch) => {
+        const freed = await this.claimTables.free(batch, claimIds);
+        return { value: freed.length, changes: freed };
+      }),
+    forget: (claimId) => this.claimTables.forget(claimId),
+    freeExpired: async () => {
+      const expired = await this.claimTables.expiredHolders(expiredHoldersPerSweep);
+      if (expired.length === 0) return 0;
+      return this.runWrite(async (batch) => {
+        const freed = await this.claimTables.freeExpired(batch, expired);
+        return { value: freed.length, changes: freed };
+      });
+    },
+    removeSettled: (limit) => this.claimTables.removeSettled(limit),
+  };
 
   /**
    * One bounded retention step under the clock lock, so it is ordered with every other write: events

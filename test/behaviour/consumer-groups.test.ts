@@ -1,8 +1,9 @@
 /**
- * Consumer groups (SPEC §6.1, issue 41) on SQLite: within a group each pending notice is held by one
+ * Consumer groups (SPEC §6.1, issue 41), on each backend (one server; two replicas: test/postgres/
+ * consumer-group-replicas.test.ts): within a group each pending notice is held by one
  * member at a time; max_in_flight bounds what a member holds; an ack ends a claim and frees its slot;
  * ReleaseNotices and a member's end hand a notice on at once with its delivery_count one higher; a group
- * name is per namespace; bad input is INVALID_ARGUMENT naming the field. Negative checks ("B gets
+ * name is per namespace; only the connection that holds a claim may give it back; bad input is INVALID_ARGUMENT naming the field. Negative checks ("B gets
  * nothing") wait a bounded 300 ms: what a member would get comes within milliseconds.
  */
 import assert from "node:assert/strict";
@@ -11,8 +12,7 @@ import type { StaleNotice } from "../../gen/sessionstate/v1/watch_pb.js";
 import { assertStatus, connect, goal, NoticeReader, startTestServer, status, until, type Clients, type TestServer } from "../support/helpers.js";
 import { SessionStateClient } from "../../clients/typescript/src/index.js";
 import { runCli } from "../support/process-helpers.js";
-import { freshSchema, testCluster } from "../support/backend.js";
-import { skipWithoutPostgres } from "../support/postgres-cluster.js";
+import { onBackend, skipBackend } from "../support/backend.js";
 
 const W = "agent:main:main";
 const target = (i: number): string => `agent:main:subagent:t${i}`;
@@ -32,7 +32,7 @@ async function drain(reader: NoticeReader, quietMs = 300): Promise<StaleNotice[]
   }
 }
 
-describe("consumer groups", () => {
+describe(onBackend("consumer groups"), { skip: skipBackend }, () => {
   let t: TestServer;
   const readers: NoticeReader[] = [];
   const open = (reader: NoticeReader): NoticeReader => (readers.push(reader), reader);
@@ -103,6 +103,22 @@ describe("consumer groups", () => {
     await t.watch.ackNotices({ acks: [{ watcherSessionKey: W, target: handed.target!, notifiedVersion: handed.notifiedVersion }] });
     await drain(b, 100);
     assert.deepEqual((await t.watch.releaseNotices({ claimIds: [handed.claimId] })).released, [false]);
+  });
+
+  test("a claim is given back only over the connection that holds it: another member's claim id answers false", async () => {
+    const a = open(member(t, "gw", 5));
+    const held = (await a.untilSynced()).notices;
+    const other = connect(t.server.address, { ownConnection: true });
+    try {
+      const b = open(member(other, "gw", 5));
+      assert.deepEqual((await b.untilSynced()).notices, []);
+      assert.deepEqual((await other.watch.releaseNotices({ claimIds: [held[0]!.claimId] })).released, [false]);
+      assert.deepEqual(await drain(b), [], "still a's");
+      assert.deepEqual((await t.watch.releaseNotices({ claimIds: [held[0]!.claimId] })).released, [true]);
+      assert.equal((await b.nextNotice()).target?.key, held[0]!.target?.key);
+    } finally {
+      other.close();
+    }
   });
 
   test("a member whose stream ends hands every claim on at once, each delivery_count one higher", async () => {
@@ -185,21 +201,5 @@ describe("consumer groups", () => {
     }
     await assertStatus(t.watch.releaseNotices({ claimIds: [""] }), status.INVALID_ARGUMENT, "claim_ids[0]: ");
     await assertStatus(t.watch.releaseNotices({ claimIds: Array.from({ length: 1001 }, (_, i) => `c${i}`) }), status.INVALID_ARGUMENT, "claim_ids: at most 1000");
-  });
-});
-
-describe("consumer groups on PostgreSQL replicas", { skip: skipWithoutPostgres() }, () => {
-  test("are refused with FAILED_PRECONDITION (claims every replica sees are not there yet); plain subscriptions work", async () => {
-    const t = await startTestServer({ dbPath: testCluster().url, dbSchema: freshSchema() });
-    try {
-      const grouped = new NoticeReader(t, t.watch.subscribeStaleNotices({ watcherSessionKeys: [W], consumerGroup: "gw" }, { timeoutMs: 10_000 }));
-      assert.equal(await grouped.endStatus(), status.FAILED_PRECONDITION);
-      assert.equal(grouped.failure?.details, "consumer_group: consumer groups are served on SQLite only in this version, not on PostgreSQL replicas");
-      const plain = new NoticeReader(t, t.watch.subscribeStaleNotices({ watcherSessionKeys: [W] }, { timeoutMs: 10_000 }));
-      assert.equal((await plain.untilSynced()).notices.length, 0);
-      plain.call.cancel();
-    } finally {
-      await t.dispose();
-    }
   });
 });
