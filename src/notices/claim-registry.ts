@@ -61,8 +61,8 @@ export class ClaimRegistry implements NoticeClaims {
    * What `member` may do with the pending notice of `cursor`: take it (a claim, now held), or not (held by
    * another member, already its own, given back by it, or it is at its max_in_flight).
    */
-  take(member: GroupMember, cursor: CursorRecord): Promise<HeldClaim | ClaimRefusal> {
-    return Promise.resolve(this.takeNow(member, cursor));
+  take(member: GroupMember, cursors: readonly CursorRecord[]): Promise<(HeldClaim | ClaimRefusal)[]> {
+    return Promise.resolve(cursors.map((cursor) => this.takeNow(member, cursor)));
   }
 
   private takeNow(member: GroupMember, cursor: CursorRecord): HeldClaim | ClaimRefusal {

@@ -39,8 +39,11 @@ export interface NoticeClaims {
   join(member: GroupMember): void;
   /** A member's stream ended: each claim it held goes to the group's other members at once. */
   leave(member: GroupMember): void;
-  /** What `member` may do with the pending notice of `cursor`: take it (the claim is then its), or not. */
-  take(member: GroupMember, cursor: CursorRecord): Promise<HeldClaim | ClaimRefusal>;
+  /**
+   * What `member` may do with the pending notices of some cursors, in their order: take each (the claim is
+   * then its), or not. Past its `max_in_flight` the rest are "full".
+   */
+  take(member: GroupMember, cursors: readonly CursorRecord[]): Promise<(HeldClaim | ClaimRefusal)[]>;
   /**
    * A pair as `member` read it now (its cursor, or none): a claim on a notice that is no longer pending as
    * claimed (acknowledged, reopened as a new notice, or gone) ends, and its holder's slot frees.

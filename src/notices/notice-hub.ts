@@ -420,16 +420,17 @@ export class NoticeHub {
           const read = await this.store.pendingPage(filter.namespace, range, after, noticePageSize);
           sub.pageRead(read, noticePageSize, this.store.changesHeardThrough());
           this.rememberIfAhead(sub);
-          for (const [i, cursor] of read.cursors.entries()) {
+          // A group's member claims what it reads, a page at once (one round trip on replicas). It skips a
+          // pair that changed since the page was read (acknowledged by a member while this one yielded an
+          // earlier page): that is read again from the dirty set.
+          const pending = read.cursors.filter((cursor) => hasLiveNotice(cursor) && !(sub.member !== undefined && sub.dirty.has(changeKey(cursor))));
+          const claims = await this.claimsFor(sub, pending);
+          for (const [i, cursor] of pending.entries()) {
             if (signal.aborted) return;
-            if (!hasLiveNotice(cursor)) continue;
-            // A group's member claims only what it read last: a pair that changed since the page was read
-            // (acknowledged by a member while this one yielded the page) is read again from the dirty set.
-            if (sub.member !== undefined && sub.dirty.has(changeKey(cursor))) continue;
-            const claim = await this.claimFor(sub, cursor);
+            const claim = claims?.[i];
             if (claim === "full") {
               // The rest of the page waits for a slot (a page at most): offered again when one frees.
-              for (const rest of read.cursors.slice(i)) if (hasLiveNotice(rest)) sub.waitForSlot(rest);
+              for (const rest of pending.slice(i)) sub.waitForSlot(rest);
               break;
             }
             if (claim === "skip") continue;
@@ -456,16 +457,16 @@ export class NoticeHub {
   }
 
   /**
-   * For a group member, the claim on a pending notice it may send (`skip`: another member holds it, it is
-   * already this member's, or this member gave it back; `full`: it holds all it may); undefined outside a group.
+   * For a group member, the claims on pending notices it may send, in their order (`skip`: another member
+   * holds it, it is already this member's, or this member gave it back; `full`: it holds all it may);
+   * undefined outside a group.
    */
-  private async claimFor(sub: Subscription, cursor: CursorRecord): Promise<HeldClaim | "skip" | "full" | undefined> {
+  private async claimsFor(sub: Subscription, cursors: readonly CursorRecord[]): Promise<(HeldClaim | "skip" | "full")[] | undefined> {
     if (sub.member === undefined) return undefined;
-    const taken = await this.claims.take(sub.member, cursor);
+    const taken = cursors.length === 0 ? [] : await this.claims.take(sub.member, cursors);
     // A claim is sent only while it holds: a stream whose claims were given up meanwhile ends instead.
     if (sub.failure !== undefined) throw sub.failure;
-    if (taken === "full") return "full";
-    return typeof taken === "string" ? "skip" : taken;
+    return taken.map((claim) => (claim === "full" ? "full" : typeof claim === "string" ? "skip" : claim));
   }
 
   /**
@@ -478,8 +479,8 @@ export class NoticeHub {
     const read = await this.store.getCursors(batch);
     const heardThrough = this.store.changesHeardThrough();
     const cursors = new Map(read.cursors.map((cursor) => [changeKey(cursor), cursor]));
+    const ready: { change: PairChange; cursor: CursorRecord; markedAt: number | undefined }[] = [];
     for (const change of batch) {
-      if (signal.aborted) return;
       const key = changeKey(change);
       if (sub.dirty.has(key)) continue;
       const markedAt = sub.markedAt.get(key);
@@ -488,12 +489,20 @@ export class NoticeHub {
       // A group's claim on a notice that is no longer pending as claimed ends (an ack, a reopen, an unwatch).
       if (sub.member !== undefined) this.claims.settle(sub.member, change, cursor);
       if (cursor === undefined || !hasLiveNotice(cursor)) continue;
-      const claim = await this.claimFor(sub, cursor);
+      ready.push({ change, cursor, markedAt });
+    }
+    const claims = await this.claimsFor(sub, ready.map(({ cursor }) => cursor));
+    for (const [i, { change, cursor, markedAt }] of ready.entries()) {
+      if (signal.aborted) return;
+      const claim = claims?.[i];
       if (claim === "full") {
         sub.waitForSlot(change);
         continue;
       }
       if (claim === "skip") continue;
+      // A pair marked again while earlier notices were yielded is left for the next read, so what is sent
+      // is never older than the newest change heard; a member sends what it claimed (the claim is on it).
+      if (claim === undefined && sub.dirty.has(changeKey(change))) continue;
       sub.sentFrom(change, read.through, heardThrough);
       this.rememberIfAhead(sub);
       this.metrics?.noticesDelivered.inc();

@@ -20,7 +20,7 @@ import type { Logger } from "../logger.js";
 import type { CursorRecord, PairChange } from "../domain/records.js";
 import { hasLiveNotice, pairKey } from "../domain/cursor-rules.js";
 import { decideClaim } from "../domain/consumer-group.js";
-import type { ClaimLedger } from "../store/store.js";
+import type { ClaimLedger, ClaimTake } from "../store/store.js";
 import type { ClaimRefusal, GroupMember, HeldClaim, NoticeClaims } from "./notice-claims.js";
 
 /** How the ledger's liveness is timed; tests may shorten it. */
@@ -191,48 +191,78 @@ export class SharedClaims implements NoticeClaims {
     });
   }
 
-  async take(member: GroupMember, cursor: CursorRecord): Promise<HeldClaim | ClaimRefusal> {
-    this.settle(member, cursor, cursor);
-    const pair = pairKey(cursor.watcherKey, cursor.target);
-    if (this.byMemberPair.has(memberPair(member, cursor))) return "mine";
-    const declined = member.declined.get(pair);
-    if (declined === cursor.notified) return "declined";
-    if (member.held.size >= member.maxInFlight) return "full";
+  async take(member: GroupMember, cursors: readonly CursorRecord[]): Promise<(HeldClaim | ClaimRefusal)[]> {
+    const answers: (HeldClaim | ClaimRefusal)[] = cursors.map(() => "held");
+    // What this replica knows alone: its member's own claims, and what it gave back.
+    const candidates: number[] = [];
+    cursors.forEach((cursor, i) => {
+      this.settle(member, cursor, cursor);
+      if (this.byMemberPair.has(memberPair(member, cursor))) answers[i] = "mine";
+      else if (member.declined.get(pairKey(cursor.watcherKey, cursor.target)) === cursor.notified) answers[i] = "declined";
+      else candidates.push(i);
+    });
+    if (member.held.size >= member.maxInFlight) return answers.map((answer) => (answer === "held" ? "full" : answer));
     const incarnation = this.liveIncarnation();
-    if (incarnation === undefined || !this.members.has(member)) return "held";
+    if (candidates.length === 0 || incarnation === undefined || !this.members.has(member)) return answers;
     const holder = `${incarnation}/${member.id}`;
-    const change: PairChange = { watcherKey: cursor.watcherKey, target: cursor.target };
-    // A take loses only to a take of the same row in between: read again, and decide again.
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const [row] = await this.ledger.read(member.namespace, member.group, [change]);
-      const state = row === undefined ? undefined : { notified: row.notified, holder: row.holder, deliveryCount: row.deliveryCount };
-      const decision = decideClaim(state, cursor.notified, { self: holder, held: member.held.size, maxInFlight: member.maxInFlight, declined });
-      if (!decision.take) return decision.why;
-      const claimId = randomUUID();
-      const taken = await this.ledger.take({
-        group: member.group,
-        pair: change,
-        expectedGeneration: row?.generation,
-        notified: cursor.notified,
-        deliveryCount: decision.deliveryCount,
-        claimId,
-        holder,
-        incarnation,
-        peer: member.peer,
+    // Rounds: a take lost to another member's frees the slot it was counted against, so notices answered
+    // "full" in a round that lost some are tried again (a few rounds at most: each one loses only to takes
+    // that won).
+    let remaining = candidates;
+    for (let round = 0; round < 4 && remaining.length > 0; round++) {
+      const changes = remaining.map((i): PairChange => ({ watcherKey: cursors[i]!.watcherKey, target: cursors[i]!.target }));
+      const rows = new Map((await this.ledger.read(member.namespace, member.group, changes)).map((row) => [pairKey(row.pair.watcherKey, row.pair.target), row]));
+      // The rule of SPEC §6.1 on each row as read; the ledger takes what it allows if nothing changed since.
+      const takes: { i: number; take: ClaimTake }[] = [];
+      const full: number[] = [];
+      let held = member.held.size;
+      remaining.forEach((i, j) => {
+        const cursor = cursors[i]!;
+        const row = rows.get(pairKey(cursor.watcherKey, cursor.target));
+        const state = row === undefined ? undefined : { notified: row.notified, holder: row.holder, deliveryCount: row.deliveryCount };
+        const decision = decideClaim(state, cursor.notified, { self: holder, held, maxInFlight: member.maxInFlight, declined: undefined });
+        if (!decision.take) {
+          answers[i] = decision.why;
+          if (decision.why === "full") full.push(i);
+          return;
+        }
+        held++;
+        const take: ClaimTake = {
+          group: member.group,
+          pair: changes[j]!,
+          expectedGeneration: row?.generation,
+          notified: cursor.notified,
+          deliveryCount: decision.deliveryCount,
+          claimId: randomUUID(),
+          holder,
+          incarnation,
+          peer: member.peer,
+        };
+        takes.push({ i, take });
       });
-      if (!taken) continue;
+      if (takes.length === 0) break;
+      const won = await this.ledger.take(takes.map(({ take }) => take));
       if (this.incarnation !== incarnation || !this.members.has(member)) {
-        // Its stream ended, or this replica gave its claims up, while the take was out: nobody holds it here.
-        if (this.incarnation === incarnation) this.leaveLater(claimId);
-        return "held";
+        // Its stream ended, or this replica gave its claims up, while the take was out: nobody holds them here.
+        if (this.incarnation === incarnation) for (const id of won) this.leaveLater(id);
+        return cursors.map(() => "held");
       }
-      const claim: LocalClaim = { id: claimId, member, change, notified: cursor.notified };
-      this.byId.set(claimId, claim);
-      this.byMemberPair.set(memberPair(member, change), claim);
-      member.held.add(claimId);
-      return { claimId, deliveryCount: decision.deliveryCount };
+      for (const { i, take } of takes) {
+        // One lost to another member's take in between (or whose notice closed): if it is handed on, its group hears.
+        if (!won.has(take.claimId)) {
+          answers[i] = "held";
+          continue;
+        }
+        const claim: LocalClaim = { id: take.claimId, member, change: take.pair, notified: take.notified };
+        this.byId.set(claim.id, claim);
+        this.byMemberPair.set(memberPair(member, take.pair), claim);
+        member.held.add(claim.id);
+        answers[i] = { claimId: claim.id, deliveryCount: take.deliveryCount };
+      }
+      if (won.size === takes.length) break;
+      remaining = full;
     }
-    return "held";
+    return answers;
   }
 
   /** A claim taken for a member that has gone: freed now, or by the next sweep. */

@@ -231,7 +231,8 @@ export interface ClaimLedger {
   read(namespace: string, group: string, pairs: readonly PairChange[]): Promise<ClaimRow[]>;
   /** Held claims of the pairs in every group (Cursor.claimed_by). */
   heldOf(pairs: readonly PairChange[]): Promise<ClaimRow[]>;
-  take(take: ClaimTake): Promise<boolean>;
+  /** Takes the claims whose rows are as read and whose notices are still pending, for a live incarnation, at once: the ids taken. */
+  take(takes: readonly ClaimTake[]): Promise<Set<string>>;
   /** Frees claims by id and tells their groups' members; the number freed. */
   free(claimIds: readonly string[]): Promise<number>;
   /** Forgets a claim whose notice is no longer pending as claimed. */

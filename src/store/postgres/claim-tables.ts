@@ -110,28 +110,40 @@ export class ClaimTables {
   }
 
   /**
-   * Takes a claim if the row is still as it was read (`expected`: its generation, or undefined: there was
-   * none) and the taker's incarnation is alive at this moment; true when it did.
+   * Takes claims, each if its row is still as it was read (`expectedGeneration`, or undefined: there was
+   * none), its notice is still pending as read, and the taker's incarnation is alive at this moment; in one
+   * statement. The ids of the claims taken.
    */
-  async take(take: ClaimTake): Promise<boolean> {
-    const { pair, group } = take;
-    const alive = isAlive(take.incarnation);
-    const rows =
-      take.expectedGeneration === undefined
-        ? await this.db.query(sql`
-            INSERT INTO notice_claims (namespace, group_name, watcher_key, target_agent_id, target_key, notified, delivery_count, generation, claim_id, holder, incarnation, peer)
-            SELECT ${pair.target.namespace}, ${group}, ${pair.watcherKey}, ${pair.target.agentId}, ${pair.target.key}, ${take.notified}, ${take.deliveryCount}, 1,
-                   ${take.claimId}, ${take.holder}, ${take.incarnation}, ${take.peer}
-            WHERE ${alive}
-            ON CONFLICT DO NOTHING RETURNING 1`)
-        : await this.db.query(sql`
-            UPDATE notice_claims SET notified = ${take.notified}, delivery_count = ${take.deliveryCount}, generation = generation + 1,
-                   claim_id = ${take.claimId}, holder = ${take.holder}, incarnation = ${take.incarnation}, peer = ${take.peer}
-            WHERE namespace = ${pair.target.namespace} AND group_name = ${group} AND watcher_key = ${pair.watcherKey}
-              AND target_agent_id = ${pair.target.agentId} AND target_key = ${pair.target.key}
-              AND generation = ${take.expectedGeneration} AND ${alive}
-            RETURNING 1`);
-    return rows.length > 0;
+  async take(takes: readonly ClaimTake[]): Promise<Set<string>> {
+    if (takes.length === 0) return new Set();
+    const column = <T>(pick: (take: ClaimTake) => T): T[] => takes.map(pick);
+    const rows = await this.db.query<{ claim_id: string }>(sql`
+      WITH t AS (
+        SELECT * FROM unnest(
+          ${column((x) => x.pair.target.namespace)}::text[], ${column((x) => x.group)}::text[], ${column((x) => x.pair.watcherKey)}::text[],
+          ${column((x) => x.pair.target.agentId)}::text[], ${column((x) => x.pair.target.key)}::text[], ${column((x) => x.notified)}::int8[],
+          ${column((x) => x.deliveryCount)}::int4[], ${column((x) => x.expectedGeneration ?? null)}::int8[], ${column((x) => x.claimId)}::text[],
+          ${column((x) => x.holder)}::text[], ${column((x) => x.incarnation)}::text[], ${column((x) => x.peer)}::text[]
+        ) AS t (n, g, w, a, k, notified, delivery_count, generation, claim_id, holder, incarnation, peer)
+        WHERE ${isAlive(sql`t.incarnation`)}
+          AND EXISTS (SELECT 1 FROM cursors AS u WHERE u.namespace = t.n AND u.watcher_key = t.w AND u.target_agent_id = t.a
+                        AND u.target_key = t.k AND u.notified = t.notified AND u.notified > u.acked)
+      ), updated AS (
+        UPDATE notice_claims AS c
+        SET notified = t.notified, delivery_count = t.delivery_count, generation = c.generation + 1,
+            claim_id = t.claim_id, holder = t.holder, incarnation = t.incarnation, peer = t.peer
+        FROM t
+        WHERE t.generation IS NOT NULL AND c.namespace = t.n AND c.group_name = t.g AND c.watcher_key = t.w
+          AND c.target_agent_id = t.a AND c.target_key = t.k AND c.generation = t.generation
+        RETURNING c.claim_id
+      ), inserted AS (
+        INSERT INTO notice_claims (namespace, group_name, watcher_key, target_agent_id, target_key, notified, delivery_count, generation, claim_id, holder, incarnation, peer)
+        SELECT n, g, w, a, k, notified, delivery_count, 1, claim_id, holder, incarnation, peer FROM t WHERE t.generation IS NULL
+        ON CONFLICT DO NOTHING
+        RETURNING claim_id
+      )
+      SELECT claim_id FROM updated UNION ALL SELECT claim_id FROM inserted`);
+    return new Set(rows.map((row) => row.claim_id));
   }
 
   /** Frees held claims by id (inside a write: the pairs it returns are told to their groups). */
