@@ -73,6 +73,32 @@ describe("sessionstate mcp", () => {
     assert.deepEqual([status.stateChanges.historyGap, status.stateChanges.truncated], [false, false]);
   });
 
+  test("with --group, stale_notices returns only what this member holds, at most --max-in-flight", async () => {
+    const grouped = new Client({ name: "sessionstate-test-group", version: "1.0.0" });
+    await grouped.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [binPath, "mcp", "--server", t.server.address, "--session", agent, "--group", "agents", "--max-in-flight", "1"],
+        stderr: "inherit",
+      }),
+    );
+    try {
+      const targets = ["agent:main:subagent:g1", "agent:main:subagent:g2"];
+      for (const key of targets) {
+        await t.watch.watch({ watcherSessionKey: agent, target: { key } });
+        await t.signalLog.append({ session: { key }, kind: EventKind.GOAL_CHANGED, actorType: ActorType.AGENT, summary: "goal set" });
+      }
+      const first = (await call(grouped, "stale_notices")).value as { notices: { sessionKey: string; acknowledged: boolean }[] };
+      const second = (await call(grouped, "stale_notices")).value as { notices: { sessionKey: string; acknowledged: boolean }[] };
+      assert.deepEqual([first.notices.length, second.notices.length], [1, 1], "one at a time");
+      assert.deepEqual([first.notices[0]!.sessionKey, second.notices[0]!.sessionKey].sort(), targets);
+      assert.ok(first.notices[0]!.acknowledged && second.notices[0]!.acknowledged);
+      assert.deepEqual(((await call(grouped, "stale_notices")).value as { notices: unknown[] }).notices, []);
+    } finally {
+      await grouped.close();
+    }
+  });
+
   test("reconciledThrough acknowledges through the version the agent already has: no second notice", async () => {
     const target = "agent:main:subagent:reconciled";
     await call(mcp, "session_watch", { targetKey: target });

@@ -23,6 +23,12 @@ export interface McpServerOptions {
   session: string;
   /** How long `stale_notices` waits for the server to deliver the pending notices, in ms. Default 5 s. */
   noticesTimeoutMs?: number;
+  /**
+   * A consumer group this agent's notices are shared in (docs/api.md of the server, consumer groups): each
+   * `stale_notices` call returns only the notices no other member holds, at most `maxInFlight` (default 16).
+   */
+  group?: string;
+  maxInFlight?: number;
 }
 
 const statusNames = new Map<number, string>(Object.entries(StatusCode).map(([name, code]) => [code, name]));
@@ -67,11 +73,11 @@ async function guarded(run: () => Promise<unknown>): Promise<CallToolResult> {
 }
 
 /** The notices pending for `watcher` now: read from a subscription until the server says they are all sent. */
-async function pendingNotices(client: McpClient, watcher: string, timeoutMs: number): Promise<StaleNotice[]> {
+async function pendingNotices(client: McpClient, watcher: string, timeoutMs: number, group: string, maxInFlight: number): Promise<StaleNotice[]> {
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), timeoutMs);
   const notices: StaleNotice[] = [];
-  const call = client.watch.subscribeStaleNotices({ watcherSessionKeys: [watcher] }, { timeoutMs: undefined, signal: stop.signal });
+  const call = client.watch.subscribeStaleNotices({ watcherSessionKeys: [watcher], consumerGroup: group, maxInFlight: group === "" ? 0 : maxInFlight }, { timeoutMs: undefined, signal: stop.signal });
   try {
     for await (const message of call) {
       if (message.message.case === "notice") notices.push(message.message.value);
@@ -88,9 +94,9 @@ async function pendingNotices(client: McpClient, watcher: string, timeoutMs: num
 }
 
 /** Builds the MCP server with its five tools (not yet connected to a transport). */
-export function createMcpServer({ client, session, noticesTimeoutMs = 5000 }: McpServerOptions): McpServer {
+export function createMcpServer({ client, session, noticesTimeoutMs = 5000, group = "", maxInFlight = 0 }: McpServerOptions): McpServer {
   const server = new McpServer({ name: "sessionstate", version: "0.1.0" });
-  const options = { client, session, noticesTimeoutMs };
+  const options = { client, session, noticesTimeoutMs, group, maxInFlight };
   // One function per tool: its description, input schema and what it calls.
   for (const register of [sessionStatusTool, sessionsListTool, sessionWatchTool, sessionUnwatchTool, staleNoticesTool]) register(server, options);
   return server;
@@ -187,7 +193,7 @@ function sessionUnwatchTool(server: McpServer, { client, session }: Required<Mcp
 }
 
 /** `stale_notices`: the notices pending for this session, acknowledged as they are returned. */
-function staleNoticesTool(server: McpServer, { client, session, noticesTimeoutMs }: Required<McpServerOptions>): void {
+function staleNoticesTool(server: McpServer, { client, session, noticesTimeoutMs, group, maxInFlight }: Required<McpServerOptions>): void {
   server.registerTool(
     "stale_notices",
     {
@@ -205,7 +211,7 @@ function staleNoticesTool(server: McpServer, { client, session, noticesTimeoutMs
     },
     ({ reconciledThrough }) =>
       guarded(async () => {
-        const notices = await pendingNotices(client, session, noticesTimeoutMs);
+        const notices = await pendingNotices(client, session, noticesTimeoutMs, group, maxInFlight);
         const acked = await Promise.all(
           notices.map(async (notice) => {
             const through = reconciledThrough?.[notice.target?.key ?? ""];

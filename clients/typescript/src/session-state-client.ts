@@ -112,7 +112,7 @@ const retryOnUnavailable = {
 /** Codes after which reconnecting cannot help. */
 const finalCodes = new Set([
   GrpcStatus.INVALID_ARGUMENT,
-  // A consumer group on a server that does not serve them (a PostgreSQL replica, in this version).
+  // A request the server refuses for its own state (an older server that serves no consumer groups).
   GrpcStatus.FAILED_PRECONDITION,
   GrpcStatus.UNAUTHENTICATED,
   GrpcStatus.PERMISSION_DENIED,
