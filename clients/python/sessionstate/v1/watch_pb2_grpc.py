@@ -88,6 +88,8 @@ class WatchServicer(object):
         With consumer_group the stream is a member of that group (docs/api.md, consumer groups): each pending
         notice of the group's watchers goes to one member at a time, which holds its claim until it is
         acknowledged, released (ReleaseNotices) or the member's stream ends; the others do not get it meanwhile.
+        Claims hold across PostgreSQL replicas; a replica that loses its hold on the database ends its members'
+        streams with UNAVAILABLE (their claims go to members elsewhere): subscribe again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -105,7 +107,8 @@ class WatchServicer(object):
         """ReleaseNotices gives back claims a consumer group's member could not take: each notice goes to
         another member at once, with its delivery_count one higher. One answer per claim id, in order:
         released=false for an id that is not held now (acknowledged, handed on, ended with its stream,
-        unknown, or in another namespace), never an error that says which.
+        unknown, in another namespace, or held by another member: a claim is given back only over the
+        connection whose stream holds it), never an error that says which.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
