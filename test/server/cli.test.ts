@@ -118,7 +118,7 @@ describe("sessionstate serve", () => {
       unwatch: "usage: sessionstate unwatch <watcher> <target> [--agent A] [--json]",
       ack: "usage: sessionstate ack <watcher> <target> --notified-version N [--reconciled-through V] [--agent A] [--json]",
       prune: "usage: sessionstate prune [--json]",
-      mcp: "usage: sessionstate mcp --session KEY",
+      mcp: "usage: sessionstate mcp --session KEY [--group G [--max-in-flight N]]",
       token: "usage: sessionstate token hash < token.txt",
       hook: "usage: sessionstate hook claude|codex|gemini [flags]",
       hooks: "usage: sessionstate hooks install --cli claude|codex|gemini [--scope user|project] [--transport http|command] [flags]",

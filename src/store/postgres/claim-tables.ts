@@ -78,8 +78,13 @@ export class ClaimTables {
     return rows.length > 0;
   }
 
-  /** Ends an incarnation now (a graceful stop): what it still holds is free for the next sweep. */
+  /**
+   * Ends an incarnation now (a graceful stop): its row goes when it holds nothing; else it expires, and what
+   * it still holds is freed by the next sweep.
+   */
   async endHolder(incarnation: string): Promise<void> {
+    await this.db.query(sql`
+      DELETE FROM claim_holders WHERE incarnation = ${incarnation} AND NOT EXISTS (SELECT 1 FROM notice_claims WHERE incarnation = ${incarnation})`);
     await this.db.query(sql`UPDATE claim_holders SET expires_at = now() - interval '1 millisecond' WHERE incarnation = ${incarnation}`);
   }
 
