@@ -65,6 +65,11 @@ export class ClaimRegistry implements NoticeClaims {
     return Promise.resolve(cursors.map((cursor) => this.takeNow(member, cursor)));
   }
 
+  /** Claims are in memory: nothing to read ahead. */
+  prepare(): Promise<undefined> {
+    return Promise.resolve(undefined);
+  }
+
   private takeNow(member: GroupMember, cursor: CursorRecord): HeldClaim | ClaimRefusal {
     const key = groupKey(member.namespace, member.group);
     let group = this.groups.get(key);

@@ -30,6 +30,9 @@ export interface HeldClaim {
   deliveryCount: number;
 }
 
+/** What `prepare` read, for `take`: opaque to the hub. */
+export type ClaimReading = unknown;
+
 /** Why a member does not take a pending notice: its own already, another's, given back by it, or it holds all it may. */
 export type ClaimRefusal = "mine" | "held" | "declined" | "full";
 
@@ -43,7 +46,9 @@ export interface NoticeClaims {
    * What `member` may do with the pending notices of some cursors, in their order: take each (the claim is
    * then its), or not. Past its `max_in_flight` the rest are "full".
    */
-  take(member: GroupMember, cursors: readonly CursorRecord[]): Promise<(HeldClaim | ClaimRefusal)[]>;
+  take(member: GroupMember, cursors: readonly CursorRecord[], reading?: ClaimReading): Promise<(HeldClaim | ClaimRefusal)[]>;
+  /** Reads the group's claims on some pairs ahead of `take`, beside another read (undefined: nothing to read ahead). */
+  prepare(member: GroupMember, pairs: readonly PairChange[]): Promise<ClaimReading>;
   /**
    * A pair as `member` read it now (its cursor, or none): a claim on a notice that is no longer pending as
    * claimed (acknowledged, reopened as a new notice, or gone) ends, and its holder's slot frees.

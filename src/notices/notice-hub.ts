@@ -10,7 +10,7 @@ import { noticeFromCursor, type Notice } from "../domain/notice.js";
 import { comparePairTo, positionFromPair, findRangeIndex, watcherRangesFromFilter, type PairPosition, type WatcherRange } from "../domain/pair-order.js";
 import type { CursorRecord } from "../domain/records.js";
 import { ClaimRegistry } from "./claim-registry.js";
-import type { GroupMember, HeldClaim, NoticeClaims } from "./notice-claims.js";
+import type { ClaimReading, GroupMember, HeldClaim, NoticeClaims } from "./notice-claims.js";
 
 /** Which watchers a subscriber serves: in one namespace, exact keys and key prefixes, all normalised. */
 export interface NoticeFilter {
@@ -49,6 +49,9 @@ export interface NoticeSource {
   /** Gaps in that feed, where changes were missed for good (see Store). */
   onFeedGap?(listener: () => void): () => void;
 }
+
+/** Waiting notices a group member reads again beyond its free slots when one frees (see offerWaiting). */
+const extraOffersPerSlotFreed = 8;
 
 /** How often a subscription that remembers reads ahead of the feed checks whether the feed has passed them. */
 const forgetAgainMs = 50;
@@ -128,11 +131,26 @@ class Subscription {
     this.waitingForSlot.set(changeKey(change), change);
   }
 
-  /** A slot freed: the notices that waited for one are read again. */
+  /** A slot freed: notices that waited for one are read again. */
   slotFreed(): void {
-    for (const change of this.waitingForSlot.values()) this.markDirty(change);
-    this.waitingForSlot.clear();
+    this.offerWaiting();
     this.wakeUp();
+  }
+
+  /**
+   * Reads again as many waiting notices as it has free slots, and a few more (some may be held by another
+   * member by now: those drop out, as they come back to it when their claim ends); the rest wait on. Each
+   * freed slot costs a few reads, however many notices wait.
+   */
+  offerWaiting(): void {
+    const member = this.member;
+    if (member === undefined || member.held.size >= member.maxInFlight) return;
+    let offered = member.maxInFlight - member.held.size + extraOffersPerSlotFreed;
+    for (const [key, change] of this.waitingForSlot) {
+      if (offered-- <= 0) break;
+      this.waitingForSlot.delete(key);
+      this.markDirty(change);
+    }
   }
 
   /** Marks a pair to be read again, as a claim on it ended elsewhere: as if its change were heard now. */
@@ -443,6 +461,11 @@ export class NoticeHub {
           continue;
         }
         if (sub.dirty.size > 0) continue;
+        // A member with free slots reads the notices that waited for one (a few at a time).
+        if (sub.member !== undefined && !sub.full && sub.waitingForSlot.size > 0) {
+          sub.offerWaiting();
+          continue;
+        }
         if (!synced) {
           synced = true;
           yield { synced: { pendingDelivered } };
@@ -461,9 +484,9 @@ export class NoticeHub {
    * holds it, it is already this member's, or this member gave it back; `full`: it holds all it may);
    * undefined outside a group.
    */
-  private async claimsFor(sub: Subscription, cursors: readonly CursorRecord[]): Promise<(HeldClaim | "skip" | "full")[] | undefined> {
+  private async claimsFor(sub: Subscription, cursors: readonly CursorRecord[], reading?: ClaimReading): Promise<(HeldClaim | "skip" | "full")[] | undefined> {
     if (sub.member === undefined) return undefined;
-    const taken = cursors.length === 0 ? [] : await this.claims.take(sub.member, cursors);
+    const taken = cursors.length === 0 ? [] : await this.claims.take(sub.member, cursors, reading);
     // A claim is sent only while it holds: a stream whose claims were given up meanwhile ends instead.
     if (sub.failure !== undefined) throw sub.failure;
     return taken.map((claim) => (claim === "full" ? "full" : typeof claim === "string" ? "skip" : claim));
@@ -476,7 +499,8 @@ export class NoticeHub {
    */
   private async *sendDirty(sub: Subscription, signal: AbortSignal): AsyncGenerator<{ notice: Notice; claim?: HeldClaim }, void, undefined> {
     const batch = sub.takeDirty(noticePageSize);
-    const read = await this.store.getCursors(batch);
+    // A member's claims are read beside the cursors (one round trip for both, on replicas).
+    const [read, reading] = await Promise.all([this.store.getCursors(batch), sub.member === undefined ? undefined : this.claims.prepare(sub.member, batch)]);
     const heardThrough = this.store.changesHeardThrough();
     const cursors = new Map(read.cursors.map((cursor) => [changeKey(cursor), cursor]));
     const ready: { change: PairChange; cursor: CursorRecord; markedAt: number | undefined }[] = [];
@@ -491,7 +515,7 @@ export class NoticeHub {
       if (cursor === undefined || !hasLiveNotice(cursor)) continue;
       ready.push({ change, cursor, markedAt });
     }
-    const claims = await this.claimsFor(sub, ready.map(({ cursor }) => cursor));
+    const claims = await this.claimsFor(sub, ready.map(({ cursor }) => cursor), reading);
     for (const [i, { change, cursor, markedAt }] of ready.entries()) {
       if (signal.aborted) return;
       const claim = claims?.[i];

@@ -20,8 +20,8 @@ import type { Logger } from "../logger.js";
 import type { CursorRecord, PairChange } from "../domain/records.js";
 import { hasLiveNotice, pairKey } from "../domain/cursor-rules.js";
 import { decideClaim } from "../domain/consumer-group.js";
-import type { ClaimLedger, ClaimTake } from "../store/store.js";
-import type { ClaimRefusal, GroupMember, HeldClaim, NoticeClaims } from "./notice-claims.js";
+import type { ClaimLedger, ClaimRow, ClaimTake } from "../store/store.js";
+import type { ClaimReading, ClaimRefusal, GroupMember, HeldClaim, NoticeClaims } from "./notice-claims.js";
 
 /** How the ledger's liveness is timed; tests may shorten it. */
 export interface ClaimTimings {
@@ -48,6 +48,13 @@ interface LocalClaim {
   member: GroupMember;
   change: PairChange;
   notified: number;
+}
+
+/** A group's claim rows by pair. */
+type ClaimRows = Map<string, ClaimRow>;
+
+function claimRowsByPair(rows: readonly ClaimRow[]): ClaimRows {
+  return new Map(rows.map((row) => [pairKey(row.pair.watcherKey, row.pair.target), row]));
 }
 
 function memberPair(member: GroupMember, change: PairChange): string {
@@ -191,7 +198,12 @@ export class SharedClaims implements NoticeClaims {
     });
   }
 
-  async take(member: GroupMember, cursors: readonly CursorRecord[]): Promise<(HeldClaim | ClaimRefusal)[]> {
+  /** The claim rows of some pairs of the member's group, read beside the cursors: `take`'s first round uses them. */
+  async prepare(member: GroupMember, pairs: readonly PairChange[]): Promise<ClaimRows> {
+    return claimRowsByPair(await this.ledger.read(member.namespace, member.group, pairs));
+  }
+
+  async take(member: GroupMember, cursors: readonly CursorRecord[], reading?: ClaimReading): Promise<(HeldClaim | ClaimRefusal)[]> {
     const answers: (HeldClaim | ClaimRefusal)[] = cursors.map(() => "held");
     // What this replica knows alone: its member's own claims, and what it gave back.
     const candidates: number[] = [];
@@ -211,7 +223,7 @@ export class SharedClaims implements NoticeClaims {
     let remaining = candidates;
     for (let round = 0; round < 4 && remaining.length > 0; round++) {
       const changes = remaining.map((i): PairChange => ({ watcherKey: cursors[i]!.watcherKey, target: cursors[i]!.target }));
-      const rows = new Map((await this.ledger.read(member.namespace, member.group, changes)).map((row) => [pairKey(row.pair.watcherKey, row.pair.target), row]));
+      const rows = round === 0 && reading instanceof Map ? (reading as ClaimRows) : claimRowsByPair(await this.ledger.read(member.namespace, member.group, changes));
       // The rule of SPEC §6.1 on each row as read; the ledger takes what it allows if nothing changed since.
       const takes: { i: number; take: ClaimTake }[] = [];
       const full: number[] = [];
