@@ -511,7 +511,12 @@ export class NoticeHub {
       sub.markedAt.delete(key);
       const cursor = cursors.get(key);
       // A group's claim on a notice that is no longer pending as claimed ends (an ack, a reopen, an unwatch).
-      if (sub.member !== undefined) this.claims.settle(sub.member, change, cursor);
+      if (sub.member !== undefined) {
+        this.claims.settle(sub.member, change, cursor);
+        // What it gave back is forgotten once that notice is no longer the pending one.
+        const declined = sub.member.declined.get(key);
+        if (declined !== undefined && (cursor === undefined || !hasLiveNotice(cursor) || cursor.notified !== declined)) sub.member.declined.delete(key);
+      }
       if (cursor === undefined || !hasLiveNotice(cursor)) continue;
       ready.push({ change, cursor, markedAt });
     }
