@@ -1,3 +1,5 @@
+import { performance } from "node:perf_hooks";
+import { signalAfterStop } from "./stop-signals.js";
 import { CommandFailure, UsageError } from "./commands/connection.js";
 import { operatorCommands } from "./commands/registry.js";
 import { ConfigError, isLoopbackHost, loadConfig, settingsUsage } from "./config.js";
@@ -122,12 +124,21 @@ async function serve(args: readonly string[]): Promise<number> {
   // ended the process without a clean stop). A second signal exits at once.
   let stopAsked: NodeJS.Signals | undefined;
   let stop: ((signal: NodeJS.Signals) => void) | undefined;
+  // The first signal starts the stop; the same one again within a second is that stop delivered twice (by
+  // the process group and by npm); any other exits at once.
+  let firstSignal: { signal: NodeJS.Signals; atMs: number } | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
-    if (stop !== undefined) return stop(signal);
-    if (stopAsked !== undefined) {
+    const atMs = performance.now();
+    if (firstSignal !== undefined) {
+      if (signalAfterStop(firstSignal, signal, atMs) === "same stop") {
+        logger.debug({ signal }, "the same signal again: the stop under way goes on");
+        return;
+      }
       logger.warn({ signal }, "second signal: exiting now");
       process.exit(1);
     }
+    firstSignal = { signal, atMs };
+    if (stop !== undefined) return stop(signal);
     stopAsked = signal;
     logger.info({ signal }, "stopping once started");
   };
@@ -160,10 +171,7 @@ async function serve(args: readonly string[]): Promise<number> {
   return new Promise<number>((resolve) => {
     let stopping = false;
     stop = (signal: NodeJS.Signals): void => {
-      if (stopping) {
-        logger.warn({ signal }, "second signal: exiting now");
-        process.exit(1);
-      }
+      if (stopping) return;
       stopping = true;
       logger.info({ signal }, "shutting down");
       server.close().then(
