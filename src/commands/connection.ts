@@ -87,6 +87,9 @@ export function describeCallFailure(err: unknown, address: string): string {
   if (code === StatusCode.UNAVAILABLE && /unhealthy|NOT_SERVING/i.test(text)) {
     return `the server at ${address} is not serving: it cannot reach its database, or it is stopping (its log says which); try again shortly`;
   }
+  if (code === StatusCode.UNAVAILABLE && /Protocol error/.test(text)) {
+    return `the server at ${address} does not answer gRPC: is that the HTTP port (the console's, "console on …")? The commands use the gRPC port, the one "listening on …" names (default 127.0.0.1:50051)`;
+  }
   if (code === StatusCode.UNAVAILABLE && /No connection established|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|Failed to connect|Name resolution failed|connect/i.test(text)) {
     const cause = /ECONNREFUSED/.test(text) ? "connection refused" : /ENOTFOUND|EAI_AGAIN|Name resolution failed/.test(text) ? "the name does not resolve" : "no connection";
     return `cannot reach a server at ${address} (${cause}): is it running? (the address comes from --server or SESSIONSTATE_SERVER)`;
@@ -106,7 +109,13 @@ export function clientFromFlags(values: Record<string, unknown>, env: NodeJS.Pro
       throw new UsageError(`cannot read ${path}`);
     }
   };
-  const options: ClientOptions = { address: serverAddress(values, env) };
+  const address = serverAddress(values, env);
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//iu.exec(address);
+  if (scheme !== null) {
+    const hostPort = address.slice(scheme[0].length).replace(/\/.*$/su, "");
+    throw new UsageError(`--server (or SESSIONSTATE_SERVER) takes host:port, without a scheme (got "${address}"): use ${hostPort}`);
+  }
+  const options: ClientOptions = { address };
   const namespace = text("namespace") ?? env.SESSIONSTATE_NAMESPACE;
   if (namespace !== undefined && namespace !== "") {
     if (!isValidNamespace(namespace)) throw new UsageError(`--namespace: "${namespace}" is not a namespace ([a-z0-9][a-z0-9-]{0,62})`);

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { describe, test } from "node:test";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { createServiceClient } from "../../clients/typescript/src/service-client.js";
-import { connect, goal, status, tempDir } from "../support/helpers.js";
+import { connect, goal, startTestServer, status, tempDir } from "../support/helpers.js";
 import { runCli, spawnServer } from "../support/process-helpers.js";
 
 describe("sessionstate serve", () => {
@@ -254,6 +254,30 @@ describe("npm start", () => {
     } finally {
       npm.kill("SIGKILL");
       dir.remove();
+    }
+  });
+});
+
+describe("the address the commands are given", () => {
+  test("the HTTP port named as --server, and an address with a scheme, each say what is wrong", async () => {
+    const t = await startTestServer({ httpListen: { host: "127.0.0.1", port: 0 } });
+    try {
+      const http = await runCli(["sessions", "--server", t.server.httpAddress!]);
+      assert.equal(http.code, 1);
+      assert.equal(
+        http.stderr,
+        `sessionstate sessions: the server at ${t.server.httpAddress} does not answer gRPC: is that the HTTP port (the console's, "console on …")? The commands use the gRPC port, the one "listening on …" names (default 127.0.0.1:50051)\n`,
+      );
+      const scheme = await runCli(["sessions", "--server", `http://${t.server.address}/`]);
+      assert.equal(scheme.code, 2);
+      assert.equal(
+        scheme.stderr,
+        `sessionstate sessions: --server (or SESSIONSTATE_SERVER) takes host:port, without a scheme (got "http://${t.server.address}/"): use ${t.server.address}\nsee 'sessionstate sessions --help'\n`,
+      );
+      const works = await runCli(["sessions", "--server", t.server.address]);
+      assert.equal(works.code, 0, works.stderr);
+    } finally {
+      await t.dispose();
     }
   });
 });
