@@ -87,6 +87,10 @@ export function describeCallFailure(err: unknown, address: string): string {
   if (code === StatusCode.UNAVAILABLE && /unhealthy|NOT_SERVING/i.test(text)) {
     return `the server at ${address} is not serving: it cannot reach its database, or it is stopping (its log says which); try again shortly`;
   }
+  const reason = lastConnectionError(text);
+  if (code === StatusCode.UNAVAILABLE && reason !== undefined && /certificate|altnames|SSL|TLS|wrong version number|ServerName/iu.test(reason)) {
+    return `TLS with the server at ${address} failed: ${reason} (check --tls-ca, and the names in the server's certificate)`;
+  }
   if (code === StatusCode.UNAVAILABLE && /Protocol error/.test(text)) {
     return `the server at ${address} does not answer gRPC: is that the HTTP port (the console's, "console on …")? The commands use the gRPC port, the one "listening on …" names (default 127.0.0.1:50051)`;
   }
@@ -97,6 +101,18 @@ export function describeCallFailure(err: unknown, address: string): string {
   if (code === StatusCode.DEADLINE_EXCEEDED) return `the server at ${address} did not answer in time`;
   const name = Object.entries(StatusCode).find(([, value]) => value === code)?.[0];
   return name === undefined ? text : `${text} (${name})`;
+}
+
+/** The channel's last connection error in a failure's text, without grpc-js's wrapping ("Last error: TypeError [CODE]: …"). */
+function lastConnectionError(text: string): string | undefined {
+  const at = text.lastIndexOf("Last error: ");
+  if (at < 0) return undefined;
+  return text
+    .slice(at + "Last error: ".length)
+    .replace(/\.? Resolution note:.*$/su, "")
+    .replace(/^\w*Error(?: \[\w+\])?: /u, "")
+    .replace(/[:.\s]+$/u, "")
+    .trim();
 }
 
 /** Builds a client from the connection flags and SESSIONSTATE_* variables. */

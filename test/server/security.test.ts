@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { createServer as createTlsServer } from "node:tls";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client, credentials } from "@grpc/grpc-js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
-import { SessionStateClient } from "../../clients/typescript/src/session-state-client.js";
+import { ipTargetServerName, SessionStateClient, targetHost } from "../../clients/typescript/src/session-state-client.js";
 import { createServiceClient } from "../../clients/typescript/src/service-client.js";
 import { hashToken } from "../../src/rpc/tokens.js";
 import { assertStatus, goal, human, startTestServer, status, tempDir, type TestServer } from "../support/helpers.js";
@@ -15,6 +17,13 @@ import { makeTestPki, type TestPki } from "../support/tls-helpers.js";
 const W = "agent:main:main";
 const C = "agent:main:subagent:child";
 const silent = { warn: () => {} };
+
+test("the host a target names: host:port, [v6]:port, dns: and ipv4: targets, lists", () => {
+  assert.deepEqual(
+    ["127.0.0.1:50051", "[::1]:50051", "localhost:50051", "dns:///example.com:443", "ipv4:10.0.0.1:1,10.0.0.2:1", "ipv6:[::1]:5", "example.com"].map(targetHost),
+    ["127.0.0.1", "::1", "localhost", "example.com", "10.0.0.1", "::1", "example.com"],
+  );
+});
 
 describe("TLS", () => {
   const dir = tempDir();
@@ -35,6 +44,47 @@ describe("TLS", () => {
     } finally {
       client.close();
       plain.close();
+      await t.dispose();
+    }
+  });
+
+  test("by IP address the client sends no IP as the TLS server name (Node 26 refuses one), and checks the certificate's IP", async () => {
+    // What a TLS server hears from the client: the server name it sends.
+    const heard: (string | false | null)[] = [];
+    const listener = createTlsServer({ cert: pki.serverCertPem, key: pki.serverKeyPem, ALPNProtocols: ["h2"] }, (socket) => {
+      heard.push(socket.servername);
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+    const port = (listener.address() as AddressInfo).port;
+    const byIp = new SessionStateClient({ address: `127.0.0.1:${port}`, tls: { caPem: pki.caPem }, logger: silent });
+    try {
+      await assertStatus(byIp.reconcile.sessionStatus({ session: { key: W } }, { timeoutMs: 2000 }), status.UNAVAILABLE);
+      assert.ok(heard.length > 0, "the client reached the TLS server");
+      assert.deepEqual([...new Set(heard)], [ipTargetServerName]);
+    } finally {
+      byIp.close();
+      listener.close();
+    }
+    // A certificate that names the host but not its IP address is refused by IP, served by name.
+    mkdirSync(join(dir.dir, "name-only"));
+    const nameOnly = makeTestPki(join(dir.dir, "name-only"), "DNS:localhost");
+    const t = await startTestServer({ tls: { certPem: nameOnly.serverCertPem, keyPem: nameOnly.serverKeyPem } });
+    const port2 = t.server.address.slice(t.server.address.lastIndexOf(":") + 1);
+    try {
+      const refused = await runCli(["sessions", "--server", `127.0.0.1:${port2}`, "--tls-ca", nameOnly.paths.ca]);
+      assert.deepEqual(
+        { code: refused.code, stderr: refused.stderr },
+        {
+          code: 1,
+          stderr: `sessionstate sessions: TLS with the server at 127.0.0.1:${port2} failed: Hostname/IP does not match certificate's altnames: IP: 127.0.0.1 is not in the cert's list (check --tls-ca, and the names in the server's certificate)\n`,
+        },
+      );
+      const untrusted = await runCli(["sessions", "--server", `localhost:${port2}`, "--tls-ca", pki.paths.ca]);
+      assert.equal(untrusted.stderr, `sessionstate sessions: TLS with the server at localhost:${port2} failed: unable to verify the first certificate (check --tls-ca, and the names in the server's certificate)\n`);
+      const byName = await runCli(["sessions", "--server", `localhost:${port2}`, "--tls-ca", nameOnly.paths.ca]);
+      assert.equal(byName.code, 0, byName.stderr);
+    } finally {
       await t.dispose();
     }
   });

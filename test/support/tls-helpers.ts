@@ -13,12 +13,15 @@ export interface TestPki {
   paths: Record<"ca" | "serverCert" | "serverKey" | "clientCert" | "clientKey", string>;
 }
 
-/** Makes a fresh PKI in `dir` with Debian's openssl. Keys exist only for the test run. */
-export function makeTestPki(dir: string): TestPki {
+/**
+ * Makes a fresh PKI in `dir` with Debian's openssl. Keys exist only for the test run. `serverNames` is the
+ * server certificate's subjectAltName (default: IP 127.0.0.1 and DNS localhost).
+ */
+export function makeTestPki(dir: string, serverNames = "IP:127.0.0.1,DNS:localhost"): TestPki {
   const run = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
   const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
   run("req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=sessionstate test CA");
-  writeFileSync(join(dir, "server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
+  writeFileSync(join(dir, "server.ext"), `subjectAltName=${serverNames}\n`);
   writeFileSync(join(dir, "client.ext"), "extendedKeyUsage=clientAuth\n");
   for (const [name, subject] of [
     ["server", "/CN=localhost"],

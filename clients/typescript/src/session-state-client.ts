@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { isIP } from "node:net";
+import { checkServerIdentity, type PeerCertificate } from "node:tls";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Client, credentials, status as GrpcStatus, type ChannelCredentials } from "@grpc/grpc-js";
 import { Reconcile } from "./gen/sessionstate/v1/reconcile_pb.js";
@@ -119,11 +121,34 @@ const finalCodes = new Set([
   GrpcStatus.UNIMPLEMENTED,
 ]);
 
-function channelCredentials(tls: ClientOptions["tls"]): ChannelCredentials {
-  if (tls === undefined) return credentials.createInsecure();
-  if (tls === true) return credentials.createSsl();
+/**
+ * The host a target names first (its authority's host): `host:port`, `[v6]:port`, a `dns:`, `ipv4:` or
+ * `ipv6:` target, or a list of addresses, as grpc-js takes them.
+ */
+export function targetHost(address: string): string {
+  const first = address.replace(/^dns:(\/\/[^/]*\/)?/u, "").replace(/^ipv[46]:/u, "").split(",")[0]!;
+  const match = /^\[([^\]]+)\](?::\d+)?$/u.exec(first) ?? /^([^:]+)(?::\d+)?$/u.exec(first);
+  return match?.[1] ?? first;
+}
+
+/**
+ * The TLS server name sent to a server named by its IP address. TLS names no IP address in SNI (RFC 6066),
+ * and Node 26 refuses to (grpc-js passes the target's host as the server name): a name under `.invalid`
+ * (RFC 2606), which no real name can be, says "no name"; the certificate is checked against the IP address
+ * itself (its IP subjectAltName), as before.
+ */
+export const ipTargetServerName = "ip-address.invalid";
+
+/** TLS credentials, and for a target named by IP address the channel option that keeps the IP out of SNI. */
+function channelSecurity(tls: ClientOptions["tls"], address: string): { credentials: ChannelCredentials; options: Record<string, string> } {
+  if (tls === undefined) return { credentials: credentials.createInsecure(), options: {} };
+  const host = targetHost(address);
+  const byIp = isIP(host) !== 0;
+  const verify = byIp ? { checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(host, cert) } : {};
+  const options: Record<string, string> = byIp ? { "grpc.ssl_target_name_override": ipTargetServerName } : {};
+  if (tls === true) return { credentials: credentials.createSsl(null, null, null, verify), options };
   const buffer = (pem: Uint8Array | undefined): Buffer | null => (pem === undefined ? null : Buffer.from(pem));
-  return credentials.createSsl(buffer(tls.caPem), buffer(tls.keyPem), buffer(tls.certPem));
+  return { credentials: credentials.createSsl(buffer(tls.caPem), buffer(tls.keyPem), buffer(tls.certPem), verify), options };
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -155,7 +180,9 @@ export class SessionStateClient {
 
   constructor(options: ClientOptions) {
     registerServingRoundRobin();
-    this.channel = new Client(options.address, channelCredentials(options.tls), {
+    const security = channelSecurity(options.tls, options.address);
+    this.channel = new Client(options.address, security.credentials, {
+      ...security.options,
       "grpc.keepalive_time_ms": 60_000,
       "grpc.keepalive_timeout_ms": 20_000,
       // Every replica a target names, round-robin over those whose health says SERVING; calls that are
