@@ -7,7 +7,7 @@ import { asksForHelp, asksForVersion, packageVersion } from "./command-line.js";
 import { createLogger } from "./logger.js";
 import { startServer } from "./server.js";
 import { AddressInUseError } from "./ports.js";
-import { DatabaseInUseError } from "./store/sqlite/open-database.js";
+import { DatabaseInUseError, DatabaseOpenError } from "./store/sqlite/open-database.js";
 
 const serveUsage = `usage: sessionstate serve [flags]
 
@@ -150,7 +150,7 @@ async function serve(args: readonly string[]): Promise<number> {
   try {
     server = await startServer(config, { logger, onFatal: (err) => failed?.(err) });
   } catch (err) {
-    if (err instanceof DatabaseInUseError || err instanceof AddressInUseError) {
+    if (err instanceof DatabaseInUseError || err instanceof DatabaseOpenError || err instanceof AddressInUseError) {
       process.stderr.write(`sessionstate: ${err.message}\n`);
     } else {
       logger.fatal({ err }, "failed to start");

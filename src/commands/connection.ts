@@ -111,6 +111,8 @@ function lastConnectionError(text: string): string | undefined {
     .slice(at + "Last error: ".length)
     .replace(/\.? Resolution note:.*$/su, "")
     .replace(/^\w*Error(?: \[\w+\])?: /u, "")
+    // Node 26's hint for system CAs: the commands' own is --tls-ca (said after the cause).
+    .replace(/; if the root CA is installed locally, try running Node\.js with --use-system-ca/u, "")
     .replace(/[:.\s]+$/u, "")
     .trim();
 }

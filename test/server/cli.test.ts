@@ -281,3 +281,29 @@ describe("the address the commands are given", () => {
     }
   });
 });
+
+describe("a SQLite database that cannot be opened", () => {
+  test("names the path and the cause, changes nothing, leaves no lock file, and never spins", { timeout: 60_000 }, async () => {
+    const dir = tempDir();
+    try {
+      mkdirSync(join(dir.dir, "data"));
+      writeFileSync(join(dir.dir, "notes.md"), "# not a database\n");
+      writeFileSync(join(dir.dir, "file"), "");
+      const cases: [string, string][] = [
+        [join(dir.dir, "data"), `it is a folder: name a file in it (for example --db ${join(dir.dir, "data", "sessionstate.db")})`],
+        [join(dir.dir, "notes.md"), "it is not a SQLite database (nothing was changed): name a new file, or a sessionstate database"],
+        ["/proc/nope/x.db", "the folder /proc/nope cannot be created (ENOENT)"],
+        [join(dir.dir, "file", "x.db"), "a part of its path is a file, not a folder"],
+      ];
+      for (const [db, why] of cases) {
+        const result = await runCli(["serve", "--db", db, "--listen", "127.0.0.1:0", "--http-listen", "off"]);
+        assert.deepEqual({ code: result.code, stderr: result.stderr }, { code: 1, stderr: `sessionstate: cannot open the database ${db}: ${why}\n` }, db);
+      }
+      assert.deepEqual(readdirSync(dir.dir).sort(), ["data", "file", "notes.md"], "no lock file, nothing created");
+      assert.deepEqual(readdirSync(join(dir.dir, "data")), []);
+      assert.equal(readFileSync(join(dir.dir, "notes.md"), "utf8"), "# not a database\n");
+    } finally {
+      dir.remove();
+    }
+  });
+});

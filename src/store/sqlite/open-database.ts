@@ -1,5 +1,5 @@
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync, unlinkSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { migrations } from "./migrations.js";
 
@@ -11,6 +11,82 @@ export class DatabaseInUseError extends Error {
     super(`database ${path} is in use by another process (is another sessionstate server running on it?)`, options);
     this.name = "DatabaseInUseError";
   }
+}
+
+/** Thrown when the database file cannot be opened, saying which path and why, in a person's words. */
+export class DatabaseOpenError extends Error {
+  constructor(path: string, why: string, options?: { cause?: unknown }) {
+    super(`cannot open the database ${path}: ${why}`, options);
+    this.name = "DatabaseOpenError";
+  }
+}
+
+/** The first bytes of every SQLite database file. */
+const sqliteHeader = Buffer.from("SQLite format 3\0", "latin1");
+
+/**
+ * What stands in the way of opening `path` as this server's database, before anything is written: a
+ * folder where a file should be, a file that is not a SQLite database, a folder that cannot be made.
+ * Creates the missing folders above it level by level (Node's recursive mkdir spins for ever under /proc).
+ */
+function prepareDatabasePath(path: string): void {
+  const statOf = (at: string): ReturnType<typeof statSync> => {
+    try {
+      return statSync(at, { throwIfNoEntry: false });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const why = code === "ENOTDIR" ? "a part of its path is a file, not a folder" : `it cannot be looked at (${code ?? String(err)})`;
+      throw new DatabaseOpenError(path, why, { cause: err });
+    }
+  };
+  const found = statOf(path);
+  if (found?.isDirectory() === true) throw new DatabaseOpenError(path, `it is a folder: name a file in it (for example --db ${join(path, "sessionstate.db")})`);
+  if (found !== undefined && found.size > 0 && !startsWithSqliteHeader(path)) {
+    throw new DatabaseOpenError(path, "it is not a SQLite database (nothing was changed): name a new file, or a sessionstate database");
+  }
+  const missing: string[] = [];
+  for (let dir = resolve(dirname(path)); ; ) {
+    const stat = statOf(dir);
+    if (stat !== undefined) {
+      if (!stat.isDirectory()) throw new DatabaseOpenError(path, `${dir} is not a folder`);
+      break;
+    }
+    missing.unshift(dir);
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  for (const dir of missing) {
+    try {
+      mkdirSync(dir);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== "EEXIST") throw new DatabaseOpenError(path, `the folder ${dir} cannot be created (${code ?? String(err)})`, { cause: err });
+    }
+  }
+}
+
+function startsWithSqliteHeader(path: string): boolean {
+  const head = Buffer.alloc(sqliteHeader.length);
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, "r");
+    return readSync(fd, head, 0, head.length, 0) === head.length && head.equals(sqliteHeader);
+  } catch (err) {
+    throw new DatabaseOpenError(path, `it cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** A SQLite error while opening `path`, in a person's words. */
+function openFailure(path: string, err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === "SQLITE_NOTADB") return new DatabaseOpenError(path, "it is not a SQLite database (nothing was changed): name a new file, or a sessionstate database", { cause: err });
+  if (code === "SQLITE_CANTOPEN" || code === "SQLITE_READONLY" || code === "SQLITE_PERM") {
+    return new DatabaseOpenError(path, `${(err as Error).message} (check that the folder exists and this user may write there)`, { cause: err });
+  }
+  return err;
 }
 
 const busyTimeoutMs = 5000;
@@ -46,8 +122,17 @@ export interface OpenedDatabase {
  * checkpointer's) can open it.
  */
 export function openDatabase(path: string, durability: Durability, cacheBytes = defaultCacheBytes): OpenedDatabase {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-  const lock = path === ":memory:" ? undefined : takeOwnership(path);
+  if (path !== ":memory:") prepareDatabasePath(path);
+  // A start that fails leaves no lock file it made behind.
+  const lockPath = `${path}.lock`;
+  const lockWasThere = path === ":memory:" || existsSync(lockPath);
+  let lock: Database.Database | undefined;
+  try {
+    lock = path === ":memory:" ? undefined : takeOwnership(path);
+  } catch (err) {
+    if (!lockWasThere && !(err instanceof DatabaseInUseError) && existsSync(lockPath)) unlinkSync(lockPath);
+    throw err instanceof DatabaseInUseError ? err : openFailure(path, err);
+  }
   let db: Database.Database | undefined;
   try {
     db = new Database(path);
@@ -70,7 +155,8 @@ export function openDatabase(path: string, durability: Durability, cacheBytes = 
   } catch (err) {
     db?.close();
     lock?.close();
-    throw err;
+    if (!lockWasThere && existsSync(lockPath)) unlinkSync(lockPath);
+    throw openFailure(path, err);
   }
 }
 
