@@ -116,6 +116,15 @@ changes up to V open no further notice. A stale or repeated ack changes nothing 
 ${connectionUsage}
 `;
 
+/** Why an ack of version N changed nothing, with what to ack instead (a stale or repeated ack changes nothing). */
+function whyNotAcknowledged(watcher: string, target: string, notifiedVersion: bigint, cursor: { ackedVersion: bigint; notifiedVersion: bigint } | undefined): string {
+  if (cursor === undefined) return `${watcher} does not watch ${target}`;
+  if (cursor.notifiedVersion > cursor.ackedVersion) {
+    return `the pending notice of ${watcher} on ${target} is version N = ${cursor.notifiedVersion}, not ${notifiedVersion}: --notified-version ${cursor.notifiedVersion} acknowledges it`;
+  }
+  return `nothing of ${target} is pending for ${watcher} (acknowledged through version ${cursor.ackedVersion}); a repeated ack changes nothing`;
+}
+
 /** `sessionstate ack`: one AckNotices entry. */
 export async function ackCommand(args: readonly string[], env: NodeJS.ProcessEnv, out: NodeJS.WritableStream): Promise<number> {
   const { values, positionals } = parseCommandArgs(
@@ -137,7 +146,7 @@ export async function ackCommand(args: readonly string[], env: NodeJS.ProcessEnv
       const reopened = result.reopened ? `; later changes opened a new notice (version ${result.cursor?.notifiedVersion})` : "";
       out.write(`acknowledged: ${watcher} on ${target} is caught up to version ${result.cursor?.ackedVersion}${reopened}\n`);
     }
-    else out.write(`not acknowledged: no pending notice of ${watcher} on ${target} covers version ${notifiedVersion} (a stale or repeated ack changes nothing)\n`);
+    else out.write(`not acknowledged: ${whyNotAcknowledged(watcher, target, notifiedVersion, result.cursor)}\n`);
     return result.acknowledged ? 0 : 1;
   });
 }

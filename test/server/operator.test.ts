@@ -123,10 +123,20 @@ describe("operator commands", () => {
         `WATCHER          TARGET                     AGENT  L  N  M  PENDING  PROVENANCE  UPDATED\n${W}  ${C}  main   1  2  2  yes      explicit    YYYY-MM-DDThh:mm:ss.sssZ\n`,
         "",
       ]);
+      assert.deepEqual(await cli("ack", W, C, "--notified-version", "1"), [
+        1,
+        `not acknowledged: the pending notice of ${W} on ${C} is version N = 2, not 1: --notified-version 2 acknowledges it\n`,
+        "",
+      ]);
       assert.deepEqual(await cli("ack", W, C, "--notified-version", "2"), [0, `acknowledged: ${W} on ${C} is caught up to version 2\n`, ""]);
       assert.deepEqual(await cli("ack", W, C, "--notified-version", "2"), [
         1,
-        `not acknowledged: no pending notice of ${W} on ${C} covers version 2 (a stale or repeated ack changes nothing)\n`,
+        `not acknowledged: nothing of ${C} is pending for ${W} (acknowledged through version 2); a repeated ack changes nothing\n`,
+        "",
+      ]);
+      assert.deepEqual(await cli("ack", W, "agent:main:subagent:nobody", "--notified-version", "2"), [
+        1,
+        `not acknowledged: ${W} does not watch agent:main:subagent:nobody\n`,
         "",
       ]);
       assert.deepEqual(await cli("pending"), [0, "no pending notices\n", ""]);
