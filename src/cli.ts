@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { signalAfterStop } from "./stop-signals.js";
-import { CommandFailure, UsageError } from "./commands/connection.js";
+import { CommandFailure, connectionOptions, UsageError } from "./commands/connection.js";
 import { operatorCommands } from "./commands/registry.js";
 import { ConfigError, isLoopbackHost, loadConfig, settingsUsage } from "./config.js";
 import { asksForHelp, asksForVersion, packageVersion } from "./command-line.js";
@@ -67,8 +67,25 @@ async function runCommand(name: string, args: readonly string[]): Promise<number
 }
 
 /** Exit codes: 0 ok, 1 failed to start or run, 2 bad usage or configuration. */
+/**
+ * The command and its arguments. Connection flags may come before the command too (`sessionstate
+ * --namespace team-b append …`, as in other CLIs): they are handed to it after its own.
+ */
+function commandLine(argv: readonly string[]): { command: string | undefined; args: string[] } {
+  const leading: string[] = [];
+  let i = 0;
+  while (i < argv.length && argv[i]!.startsWith("--")) {
+    const [name, value] = argv[i]!.slice(2).split(/=(.*)/su);
+    if (!Object.hasOwn(connectionOptions, name!)) break;
+    leading.push(argv[i]!);
+    if (value === undefined && i + 1 < argv.length) leading.push(argv[++i]!);
+    i++;
+  }
+  return { command: argv[i], args: [...argv.slice(i + 1), ...leading] };
+}
+
 async function main(argv: readonly string[]): Promise<number> {
-  const [command, ...args] = argv;
+  const { command, args } = commandLine(argv);
   // Every command takes --help (and -h) and --version, whatever else its arguments hold.
   if (command !== undefined && Object.hasOwn(usages, command)) {
     if (asksForHelp(args)) {

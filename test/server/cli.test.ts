@@ -276,6 +276,14 @@ describe("the address the commands are given", () => {
       );
       const works = await runCli(["sessions", "--server", t.server.address]);
       assert.equal(works.code, 0, works.stderr);
+      // Connection flags before the command, as other CLIs take them.
+      const teamB = connect(t.server.address, { namespace: "team-b" });
+      await teamB.signalLog.append(goal("agent:main:main"));
+      teamB.close();
+      const before = await runCli(["--namespace", "team-b", `--server=${t.server.address}`, "sessions"]);
+      assert.equal(before.code, 0, before.stderr);
+      assert.match(before.stdout, /agent:main:main/u);
+      assert.doesNotMatch(works.stdout, /agent:main:main/u);
     } finally {
       await t.dispose();
     }
