@@ -19,6 +19,24 @@ function flagBeforeEnd(args: readonly string[], flags: readonly string[]): boole
  * What a failed `util.parseArgs` says, for a person: an unknown flag is named as such (Node's own text
  * goes on about positionals), anything else as Node puts it.
  */
+/**
+ * A flag's value that starts with a dash and a digit (`--retention-days -3`) given as one argument, as
+ * `util.parseArgs` takes it (`--retention-days=-3`): it is then checked, and refused, like any other value,
+ * in the project's words, not taken for a flag.
+ */
+export function joinNegativeValues(args: readonly string[], options: Record<string, { type: "string" | "boolean" }>): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const next = args[i + 1];
+    if (arg.startsWith("--") && !arg.includes("=") && options[arg.slice(2)]?.type === "string" && next !== undefined && /^-[\d.]/u.test(next)) {
+      joined.push(`${arg}=${next}`);
+      i++;
+    } else joined.push(arg);
+  }
+  return joined;
+}
+
 export function describeArgsError(err: unknown): string {
   const message = (err as Error).message;
   const unknown = /^Unknown option '([^']+)'/.exec(message);

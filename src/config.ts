@@ -2,7 +2,7 @@ import { readFileSync, realpathSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { isIP } from "node:net";
 import { parseArgs } from "node:util";
-import { describeArgsError } from "./command-line.js";
+import { describeArgsError, joinNegativeValues } from "./command-line.js";
 import { logLevels, type LogLevel } from "./logger.js";
 import type { Durability } from "./store/store.js";
 import { isValidSchemaName } from "./store/postgres/migrations.js";
@@ -517,7 +517,7 @@ export function loadConfig(args: readonly string[], env: NodeJS.ProcessEnv): Con
   let flags: Record<string, string | boolean | undefined> = {};
   try {
     const options = Object.fromEntries(settings.map((s) => [s.flag, { type: s.value === undefined ? ("boolean" as const) : ("string" as const) }]));
-    flags = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }).values;
+    flags = parseArgs({ args: joinNegativeValues(args, options), options, strict: true, allowPositionals: false }).values;
   } catch (err) {
     problems.push(describeArgsError(err));
   }

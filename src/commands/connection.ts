@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 // The client is compiled into this package (dist/clients/typescript/src): the server needs no other package of ours.
 import { SessionStateClient, StatusCode, type CallError, type ClientOptions } from "../../clients/typescript/src/index.js";
-import { describeArgsError } from "../command-line.js";
+import { describeArgsError, joinNegativeValues } from "../command-line.js";
 import { isValidNamespace } from "../domain/session-key.js";
 
 /** Flags every operator command takes to reach the server. */
@@ -41,7 +41,8 @@ export function parseCommandArgs<O extends ParseArgsConfig["options"]>(
 ): ParsedCommandArgs<O> {
   let parsed: ParsedCommandArgs<O>;
   try {
-    parsed = parseArgs({ args: [...args], options: { ...connectionOptions, ...options }, strict: true, allowPositionals: true }) as ParsedCommandArgs<O>;
+    const all = { ...connectionOptions, ...options };
+    parsed = parseArgs({ args: joinNegativeValues(args, all as Record<string, { type: "string" | "boolean" }>), options: all, strict: true, allowPositionals: true }) as ParsedCommandArgs<O>;
   } catch (err) {
     throw new UsageError(describeArgsError(err));
   }

@@ -88,6 +88,19 @@ describe("sessionstate serve", () => {
     assert.match(result.stderr, /SESSIONSTATE_MAX_EVENTS: must be a whole number/);
     assert.match(result.stderr, /SESSIONSTATE_TRANSCRIPT_ROOT: must be an existing directory/);
     assert.match(result.stderr, /SESSIONSTATE_SYNTHETIC_PREFIXES: must be a JSON array of non-empty strings/);
+    // A negative number given as the flag's next argument is a value, checked like any other.
+    const negative = await runCli(["serve", "--retention-days", "-3", "--max-events", "x"]);
+    assert.deepEqual(
+      { code: negative.code, stderr: negative.stderr },
+      {
+        code: 2,
+        stderr:
+          "sessionstate: invalid configuration:\n" +
+          '  - --retention-days: must be a whole number from 1 to 36500 (got "-3")\n' +
+          '  - --max-events: must be a whole number from 1 to 1000000000 (got "x")\n' +
+          "see 'sessionstate serve --help'\n",
+      },
+    );
   });
 
   test("an unknown flag or command is a usage error that names it and points at --help", async () => {
