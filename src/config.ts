@@ -331,7 +331,7 @@ export const settings: readonly Setting[] = [
     value: "JSON",
     env: "SESSIONSTATE_SYNTHETIC_PREFIXES",
     shownDefault: { text: "none", literal: false },
-    meaning: `JSON array of text prefixes (each at most ${defaultSkimLimits.headChars.toLocaleString("en-US")} characters) of user rows no person typed, in addition to the built-in ones (see below)`,
+    meaning: `JSON array of text prefixes (each at most ${defaultSkimLimits.headChars.toLocaleString("en-US")} characters) of user rows no person typed, in addition to the built-in ones (docs/monitor.md lists them)`,
     read(text, config) {
       // The built-in prefixes are the floor (SPEC §8.1). A prefix fits in the head a long line's strings
       // keep when streamed, so the verdict is the same as a whole parse's.
@@ -478,7 +478,7 @@ function wrap(text: string, width: number): string[] {
 export function settingsUsage(): string {
   return settings
     .map((setting) => {
-      const head = `  ${flagText(setting).padEnd(34)} ${setting.env}${setting.value === undefined ? "=1" : ""}  (default: ${setting.shownDefault.text})`;
+      const head = `  ${flagText(setting).padEnd(34)} ${setting.env}${setting.value === undefined ? "=1" : ""}  (default: ${plainText(setting.shownDefault.text)})`;
       return [head, ...wrap(plainText(setting.meaning), 94).map((line) => `      ${line}`)].join("\n");
     })
     .join("\n");

@@ -150,6 +150,8 @@ describe("sessionstate serve", () => {
       assert.equal(result.code, 0, `${command} ${how}: ${result.stderr}`);
       assert.equal(result.stdout.split("\n")[0], firstLines[command], `${command} ${how}`);
       assert.equal(result.stderr, "", `${command} ${how}`);
+      // Plain text, as a terminal shows it: no Markdown, no pointers to where this text is not.
+      assert.doesNotMatch(result.stdout, /`|\]\(|see below/u, `${command} ${how}`);
     }
     const top = await Promise.all([["--help"], ["-h"], ["help"]].map((argv) => runCli(argv)));
     for (const result of top) {
