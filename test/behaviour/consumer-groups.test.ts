@@ -121,6 +121,31 @@ describe(onBackend("consumer groups"), { skip: skipBackend }, () => {
     }
   });
 
+  test("a member that never reads its stream holds no more than its max_in_flight; the others get the rest", async () => {
+    const idle = t.watch.subscribeStaleNotices({ watcherSessionKeys: [W], consumerGroup: "gw", maxInFlight: 2 }, { timeoutMs: 60_000 });
+    // It takes its first message and reads nothing more until the end of the test.
+    let readOn!: () => void;
+    const stuck = new Promise<void>((resolve) => (readOn = resolve));
+    const idleDone = (async () => {
+      try {
+        for await (const _ of idle) await stuck;
+      } catch {
+        // cancelled at the end
+      }
+    })();
+    try {
+      const held = async (): Promise<number> => (await t.watch.listWatches({ watcherSessionKey: W })).cursors.filter((c) => c.claimedBy !== "").length;
+      await until(async () => (await held()) === 2, "the member that does not read holds two");
+      const b = open(member(t, "gw", 10));
+      assert.equal((await b.untilSynced()).notices.length, 3, "the other three");
+      assert.equal(await held(), 5);
+    } finally {
+      (idle as unknown as { cancel(): void }).cancel();
+      readOn();
+      await idleDone;
+    }
+  });
+
   test("a member whose stream ends hands every claim on at once, each delivery_count one higher", async () => {
     const a = open(member(t, "gw", 3));
     const held = (await a.untilSynced()).notices;
