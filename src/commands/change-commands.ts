@@ -1,3 +1,4 @@
+import { isAgentQualified } from "../domain/session-key.js";
 import { AppendResponseSchema, PruneResponseSchema } from "../../gen/sessionstate/v1/signal_log_pb.js";
 import { EventKind } from "../../gen/sessionstate/v1/types_pb.js";
 import { AckNoticesResponseSchema, UnwatchResponseSchema, WatchResponseSchema } from "../../gen/sessionstate/v1/watch_pb.js";
@@ -52,6 +53,9 @@ export async function appendCommand(args: readonly string[], env: NodeJS.Process
     else {
       const what = response.deduplicated ? "already recorded (same --dedupe-key)" : "recorded";
       out.write(`${what}: event ${response.event?.sequence} (${enumText(EventKind, kind)}), state version ${response.stateVersion}\n`);
+      // SPEC §2: a bare key is logged and versioned, but nothing can watch it.
+      const key = positionals[0]!.trim();
+      if (!isAgentQualified(key)) out.write(`note: ${key} is a bare key: it is logged and versioned, but no watcher is ever told of it (watches are of agent:<agentId>:<rest> keys)\n`);
     }
     return 0;
   });

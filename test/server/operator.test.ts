@@ -168,6 +168,11 @@ describe("operator commands", () => {
       // Another namespace holds nothing of this one; the list of namespaces ignores --namespace.
       assert.deepEqual(await cli("sessions", "--namespace", "team-b"), [0, "no sessions\n", ""]);
       assert.equal((await cli("namespaces", "--namespace", "team-b"))[1].split("\n").length, 3);
+      assert.deepEqual(await cli("append", "notes", "--agent", "main", "--kind", "goal-changed", "--summary", "goal set"), [
+        0,
+        "recorded: event 3 (goal_changed), state version 3\nnote: notes is a bare key: it is logged and versioned, but no watcher is ever told of it (watches are of agent:<agentId>:<rest> keys)\n",
+        "",
+      ]);
       assert.deepEqual(await cli("unwatch", W, C), [0, `removed the watch of ${W} on ${C}\n`, ""]);
       assert.deepEqual(await cli("unwatch", W, C), [0, `${W} did not watch ${C}: nothing removed\n`, ""]);
       assert.deepEqual(await cli("prune"), [0, "removed 0 events and 0 expired watches\n", ""]);
