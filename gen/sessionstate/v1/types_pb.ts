@@ -361,7 +361,8 @@ export const EventKindSchema: GenEnum<EventKind> = /*@__PURE__*/
   enumDesc(file_sessionstate_v1_types, 0);
 
 /**
- * WatchProvenance says how a watcher came to watch a target (SPEC 12.2).
+ * WatchProvenance says how a watcher came to watch a target (docs/api.md, watchers and stale
+ * notices).
  *
  * @generated from enum sessionstate.v1.WatchProvenance
  */

@@ -31,7 +31,7 @@ export type AdoptRequest = Message<"sessionstate.v1.AdoptRequest"> & {
 
   /**
    * Required. The catalog the session came from. A local transcript is read with its catalog's rules
-   * (SPEC 8.1, 12.4), so local adoption takes only a catalog with a transcript classifier: "claude"
+   * (docs/monitor.md, the catalogs), so local adoption takes only a catalog with a transcript classifier: "claude"
    * (Claude Code; "claude-code" is an alias), "codex" (Codex CLI rollouts) or "pi" (Pi coding-agent
    * sessions; a file whose header is older than version 3 is declined with a reason). Any other is
    * INVALID_ARGUMENT naming catalog_id and listing these. Paired-node links take any catalog.

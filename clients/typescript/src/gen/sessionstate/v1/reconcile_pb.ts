@@ -599,7 +599,8 @@ export const HookActivitySchema: GenMessage<HookActivity> = /*@__PURE__*/
   messageDesc(file_sessionstate_v1_reconcile, 14);
 
 /**
- * RetentionState is retention's configuration and its last pass on this server (SPEC §4). Each
+ * RetentionState is retention's configuration and its last pass on this server (README, configuration;
+ * docs/operations.md, memory and retention at scale). Each
  * session's prune watermark is its SessionSummary.pruned_through.
  *
  * @generated from message sessionstate.v1.RetentionState
@@ -650,7 +651,7 @@ export const RetentionStateSchema: GenMessage<RetentionState> = /*@__PURE__*/
   messageDesc(file_sessionstate_v1_reconcile, 15);
 
 /**
- * MonitorState is the upstream monitor's period and its last tick on this server (SPEC §8).
+ * MonitorState is the upstream monitor's period and its last tick on this server (docs/monitor.md).
  *
  * @generated from message sessionstate.v1.MonitorState
  */
