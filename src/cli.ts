@@ -8,6 +8,7 @@ import { createLogger } from "./logger.js";
 import { startServer } from "./server.js";
 import { AddressInUseError } from "./ports.js";
 import { DatabaseInUseError, DatabaseOpenError } from "./store/sqlite/open-database.js";
+import { DatabaseSetupError } from "./store/backends/open-store.js";
 
 const serveUsage = `usage: sessionstate serve [flags]
 
@@ -165,8 +166,12 @@ async function serve(args: readonly string[]): Promise<number> {
   let failed: ((err: unknown) => void) | undefined;
   const fatal = new Promise<unknown>((resolve) => (failed = resolve));
   try {
-    server = await startServer(config, { logger, onFatal: (err) => failed?.(err) });
+    server = await startServer(config, { logger, onFatal: (err) => failed?.(err), onWaiting: (line) => process.stderr.write(`sessionstate: ${line}\n`) });
   } catch (err) {
+    if (err instanceof DatabaseSetupError) {
+      process.stderr.write(`sessionstate: ${err.message}\n`);
+      return 2;
+    }
     if (err instanceof DatabaseInUseError || err instanceof DatabaseOpenError || err instanceof AddressInUseError) {
       process.stderr.write(`sessionstate: ${err.message}\n`);
     } else {
@@ -204,8 +209,10 @@ async function serve(args: readonly string[]): Promise<number> {
     void fatal.then((err) => {
       if (stopping) return;
       stopping = true;
-      process.stderr.write(`sessionstate: failed to start: ${(err as Error).message}\n`);
-      void server.close().finally(() => resolve(1));
+      // A mistake in the configuration (exit 2), or a database this program cannot serve (exit 1).
+      const setup = err instanceof DatabaseSetupError;
+      process.stderr.write(`sessionstate: ${setup ? "" : "failed to start: "}${(err as Error).message}\n`);
+      void server.close().finally(() => resolve(setup ? 2 : 1));
     });
     process.on("SIGHUP", () => {
       try {

@@ -87,6 +87,8 @@ export interface ServerOptions {
    * answered, a schema newer than it knows). Without it, such an error is only logged.
    */
   onFatal?: (error: unknown) => void;
+  /** Told once, in a person's words, when a replica starts without its database and waits for it. */
+  onWaiting?: (line: string) => void;
 }
 
 function credentialsFromConfig(config: Config): ServerCredentials {
@@ -369,7 +371,7 @@ async function stopGracefully(parts: {
  * that cannot be reached does not stop it: it serves health (NOT_SERVING), refuses other calls with
  * UNAVAILABLE and keeps trying (SPEC §11); any other failure to open the database is thrown.
  */
-export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened, onFatal, httpLimits }: ServerOptions): Promise<RunningServer> {
+export async function startServer(config: Config, { logger, clock = systemClock, onStoreOpened, onFatal, onWaiting, httpLimits }: ServerOptions): Promise<RunningServer> {
   const startedAtMs = clock.nowMs();
   const log = logger.child({ component: "server" });
   // grpc-js's own messages (errors only, by default) as JSON lines like every other, not bare text.
@@ -390,7 +392,7 @@ export async function startServer(config: Config, { logger, clock = systemClock,
   const http = httpAddress(config);
   if (http !== undefined) await ensureAddressFree("--http-listen", http.host, http.port);
   const storeLog = logger.child({ component: "store" });
-  const opened = await openStore(config, { clock, log: storeLog, storage: storageObserver(storeLog, () => metrics), commits });
+  const opened = await openStore(config, { clock, log: storeLog, storage: storageObserver(storeLog, () => metrics), commits, ...(onWaiting === undefined ? {} : { waiting: onWaiting }) });
   const { store, lifecycle } = opened;
   // Until the database is followed (below), it is ready when the first attempt found it.
   onStoreOpened?.(store);

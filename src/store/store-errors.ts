@@ -45,3 +45,22 @@ export function storeFaultFromError(error: unknown): StoreFault | undefined {
   }
   return undefined;
 }
+
+/**
+ * Why a PostgreSQL replica could not start on its database, if no retry can mend it (SPEC §11: a database
+ * that is down, busy or restarting is waited for; a mistake in the URL or the grants is not): the reason in
+ * a person's words, or undefined when it is worth waiting for.
+ */
+export function startupMistake(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  // The driver's own, before the server is asked: a password the server wants and the URL does not give.
+  if (/password must be a string|no password|SASL/iu.test(message) && typeof code !== "string") {
+    return `the server asks for a password and the URL gives none (${message})`;
+  }
+  if (typeof code !== "string") return undefined;
+  if (code.startsWith("28")) return `the server refused the login: ${message}`;
+  if (code === "3D000") return `${message}: create it, or name another in the URL`;
+  if (code === "42501") return `${message}: grant this role what the schema needs (CREATE on the database, USAGE and CREATE on the schema)`;
+  return undefined;
+}

@@ -10,7 +10,7 @@ import type { Logger } from "../../logger.js";
 import { PostgresStore } from "../postgres/postgres-store.js";
 import { isPostgresUrl, parsePostgresUrl, redactPostgresUrl } from "../postgres/postgres-url.js";
 import { SqliteStore } from "../sqlite/sqlite-store.js";
-import { storeFaultFromError } from "../store-errors.js";
+import { startupMistake, storeFaultFromError } from "../store-errors.js";
 import type { StorageObserver } from "../storage-tracker.js";
 import type { ClaimLedger, CommitObserver, Durability, Store } from "../store.js";
 
@@ -33,6 +33,16 @@ export interface StoreObservers {
   log: Logger;
   storage: StorageObserver;
   commits: CommitObserver;
+  /** Told once, in a person's words, when the server starts without its database and waits for it. */
+  waiting?: (line: string) => void;
+}
+
+/** A database the server can never use as configured (a login refused, a database missing, a grant missing): the start stops. */
+export class DatabaseSetupError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "DatabaseSetupError";
+  }
 }
 
 /** How a backend wants its background work sized. */
@@ -121,7 +131,8 @@ function openSqlite(settings: StoreSettings, { log, storage, commits }: StoreObs
   return { store, lifecycle, tuning: { pruneStepTargetMs: 3 }, description: settings.dbPath, backend: "sqlite" };
 }
 
-async function openPostgres(settings: StoreSettings, { clock, log, storage, commits }: StoreObservers): Promise<OpenedStore> {
+async function openPostgres(settings: StoreSettings, observers: StoreObservers): Promise<OpenedStore> {
+  const { clock, log, storage, commits } = observers;
   const store = new PostgresStore({
     target: parsePostgresUrl(settings.dbPath),
     schema: settings.dbSchema,
@@ -139,15 +150,23 @@ async function openPostgres(settings: StoreSettings, { clock, log, storage, comm
   });
   let ready = false;
   let closing = false;
+  const where = `${redactPostgresUrl(settings.dbPath)} schema ${settings.dbSchema}`;
   try {
     await store.start();
     ready = true;
   } catch (err) {
-    if (storeFaultFromError(err) !== "unreachable") {
+    // A mistake no retry can mend stops the start; a database that is away, busy or starting is waited for.
+    const mistake = startupMistake(err);
+    if (mistake !== undefined) {
+      await store.close();
+      throw new DatabaseSetupError(`cannot use the database ${where}: ${mistake}`, { cause: err });
+    }
+    if (storeFaultFromError(err) === undefined) {
       await store.close();
       throw err;
     }
-    log.error({ err }, "database unreachable: listening, not serving, and retrying");
+    log.error({ err }, "database not answering: listening, not serving, and retrying");
+    observers.waiting?.(`waiting for the database ${where} (${(err as Error).message}): listening, not serving until it answers`);
   }
   const lifecycle: StoreLifecycle = {
     get ready() {
@@ -162,7 +181,9 @@ async function openPostgres(settings: StoreSettings, { clock, log, storage, comm
           try {
             await store.start();
           } catch (err) {
-            if (storeFaultFromError(err) === "unreachable") continue;
+            const mistake = startupMistake(err);
+            if (mistake !== undefined) return onFatal(new DatabaseSetupError(`cannot use the database ${where}: ${mistake}`, { cause: err }));
+            if (storeFaultFromError(err) !== undefined) continue;
             return onFatal(err);
           }
           if (closing) return;
