@@ -93,6 +93,9 @@ function serveConsoleFile(req: IncomingMessage, res: ServerResponse, file: Conso
   else res.end(file.body);
 }
 
+/** The content types of Connect unary calls (JSON or binary), whose errors are JSON bodies. */
+const connectUnaryType = /^application\/(?:json|proto)\s*(?:;|$)/iu;
+
 /** Starts the HTTP port; rejects with the listen error (EADDRINUSE included). */
 export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort> {
   const { limits } = options;
@@ -140,6 +143,15 @@ export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort>
     if (origin !== undefined && !policy.allowsOrigin(origin)) {
       options.refused?.("origin");
       return plain(res, 403, "forbidden: requests from pages of another origin are refused\n");
+    }
+    // A Connect call that says it is over the limit is refused here, naming the setting (connect-es would
+    // name its own readMaxBytes); one that does not say so is measured as it is read, by connect-es.
+    const declared = Number(req.headers["content-length"] ?? "0");
+    if (req.method === "POST" && declared > limits.maxRequestBytes && connectUnaryType.test(req.headers["content-type"] ?? "")) {
+      const message = `the request is ${declared} bytes, more than this server takes (--max-request-bytes ${limits.maxRequestBytes})`;
+      res.writeHead(429, { "content-type": "application/json" });
+      res.end(JSON.stringify({ code: "resource_exhausted", message }));
+      return;
     }
     handler(req, res);
   };

@@ -189,6 +189,7 @@ describe("the HTTP port's bounds", () => {
     await closed.catch(() => undefined);
     assert.match(answer, /^HTTP\/1\.1 429 /);
     assert.match(answer, /"code":"resource_exhausted"/);
+    assert.match(answer, /"message":"the request is 67108864 bytes, more than this server takes \(--max-request-bytes 1048576\)"/);
     // The rest of the body is never read, so the connection cannot carry another request: the answer says so.
     assert.match(answer, /\r\nConnection: close\r\n/i);
   });
