@@ -144,10 +144,12 @@ export async function startHttpPort(options: HttpPortOptions): Promise<HttpPort>
       options.refused?.("origin");
       return plain(res, 403, "forbidden: requests from pages of another origin are refused\n");
     }
-    // A Connect call that says it is over the limit is refused here, naming the setting (connect-es would
-    // name its own readMaxBytes); one that does not say so is measured as it is read, by connect-es.
+    // A Connect call (a package.Service/Method path) that says it is over the limit is refused here, naming
+    // the setting (connect-es would name its own readMaxBytes); one that does not say so is measured as it
+    // is read, by connect-es. The hooks' own limit is theirs (rpc/hook-endpoint).
     const declared = Number(req.headers["content-length"] ?? "0");
-    if (req.method === "POST" && declared > limits.maxRequestBytes && connectUnaryType.test(req.headers["content-type"] ?? "")) {
+    const rpcPath = /^\/\w+(?:\.\w+)+\/\w+$/u.test((req.url ?? "").split("?")[0]!);
+    if (req.method === "POST" && rpcPath && declared > limits.maxRequestBytes && connectUnaryType.test(req.headers["content-type"] ?? "")) {
       const message = `the request is ${declared} bytes, more than this server takes (--max-request-bytes ${limits.maxRequestBytes})`;
       res.writeHead(429, { "content-type": "application/json" });
       res.end(JSON.stringify({ code: "resource_exhausted", message }));
