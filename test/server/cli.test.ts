@@ -316,7 +316,7 @@ describe("a SQLite database that cannot be opened", () => {
         [join(dir.dir, "data"), `it is a folder: name a file in it (for example --db ${join(dir.dir, "data", "sessionstate.db")})`],
         [join(dir.dir, "notes.md"), "it is not a SQLite database (nothing was changed): name a new file, or a sessionstate database"],
         ["/proc/nope/x.db", "the folder /proc/nope cannot be created (ENOENT)"],
-        [join(dir.dir, "file", "x.db"), "a part of its path is a file, not a folder"],
+        [join(dir.dir, "file", "x.db"), `${join(dir.dir, "file")} is a file, not a folder`],
       ];
       for (const [db, why] of cases) {
         const result = await runCli(["serve", "--db", db, "--listen", "127.0.0.1:0", "--http-listen", "off"]);

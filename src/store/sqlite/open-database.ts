@@ -30,13 +30,14 @@ const sqliteHeader = Buffer.from("SQLite format 3\0", "latin1");
  * Creates the missing folders above it level by level (Node's recursive mkdir spins for ever under /proc).
  */
 function prepareDatabasePath(path: string): void {
+  // A path through a file is not there (ENOTDIR, as Node 26 says it too): the walk up finds the file.
   const statOf = (at: string): ReturnType<typeof statSync> => {
     try {
       return statSync(at, { throwIfNoEntry: false });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      const why = code === "ENOTDIR" ? "a part of its path is a file, not a folder" : `it cannot be looked at (${code ?? String(err)})`;
-      throw new DatabaseOpenError(path, why, { cause: err });
+      if (code === "ENOTDIR") return undefined;
+      throw new DatabaseOpenError(path, `it cannot be looked at (${code ?? String(err)})`, { cause: err });
     }
   };
   const found = statOf(path);
@@ -48,7 +49,7 @@ function prepareDatabasePath(path: string): void {
   for (let dir = resolve(dirname(path)); ; ) {
     const stat = statOf(dir);
     if (stat !== undefined) {
-      if (!stat.isDirectory()) throw new DatabaseOpenError(path, `${dir} is not a folder`);
+      if (!stat.isDirectory()) throw new DatabaseOpenError(path, `${dir} is a file, not a folder`);
       break;
     }
     missing.unshift(dir);
