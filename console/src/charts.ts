@@ -6,7 +6,7 @@
 import type { MinuteActivity } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { ActorType, type StateEvent } from "../../gen/sessionstate/v1/types_pb.js";
 import { s } from "./dom.js";
-import { actorName, formatMs, kindName, msOf } from "./format.js";
+import { actorName, count, formatMs, kindName, msOf, plural } from "./format.js";
 
 const width = 860;
 
@@ -31,12 +31,34 @@ function tickLabel(ms: number, spanMs: number): string {
   return spanMs > 86_400_000 ? iso.slice(5, 16) : iso.slice(11, 19);
 }
 
-/** A session's events as marks on a time axis, coloured by who acted; stems are taller for later sequences. */
+/** The closest two marks on one level of the time axis may be, centre to centre (a mark is 10 wide). */
+const markSpacing = 12;
+/** Levels above the axis for marks that would overlap; past the last, a mark takes the level free longest. */
+const levels = 6;
+
+/**
+ * The level of each mark (0 on the lowest stem) for marks at `xs`: taken from left to right, a mark stands
+ * on the lowest level whose last mark is at least `markSpacing` to its left, so marks apart in time stand at
+ * one height and only marks that would cover each other are raised. A height says nothing else.
+ */
+export function markLevels(xs: readonly number[]): number[] {
+  const lastX = new Array<number>(levels).fill(-Infinity);
+  const level = new Array<number>(xs.length).fill(0);
+  const leftToRight = xs.map((_, i) => i).sort((a, b) => xs[a]! - xs[b]! || a - b);
+  for (const i of leftToRight) {
+    const x = xs[i]!;
+    let free = lastX.findIndex((last) => x - last >= markSpacing);
+    if (free === -1) free = lastX.indexOf(Math.min(...lastX));
+    lastX[free] = x;
+    level[i] = free;
+  }
+  return level;
+}
+
+/** A session's events as marks on a time axis, coloured by who acted; marks that would overlap stand one above another. */
 export function eventTimeline(events: readonly StateEvent[]): SVGSVGElement {
-  const height = 150;
   const left = 16;
   const right = width - 16;
-  const axisY = height - 28;
   const times = events.map((event) => msOf(event.occurredAt));
   let from = Math.min(...times);
   let to = Math.max(...times);
@@ -45,7 +67,12 @@ export function eventTimeline(events: readonly StateEvent[]): SVGSVGElement {
     to += 30_000;
   }
   const x = (ms: number): number => left + ((ms - from) / (to - from)) * (right - left);
-  const label = `${events.length} events from ${formatMs(Math.min(...times))} to ${formatMs(Math.max(...times))}`;
+  const xs = times.map(x);
+  const level = markLevels(xs);
+  // As tall as its highest level needs: 12 above the top mark, the labels below the axis.
+  const axisY = 31 + Math.max(...level) * 14;
+  const height = axisY + 28;
+  const label = `${plural(events.length, "event")} from ${formatMs(Math.min(...times))} to ${formatMs(Math.max(...times))}`;
   return s(
     "svg",
     { class: "chart timeline", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `Time axis: ${label}` },
@@ -56,8 +83,8 @@ export function eventTimeline(events: readonly StateEvent[]): SVGSVGElement {
       s("text", { class: "tick-label", x: x(t), y: axisY + 18, "text-anchor": "middle" }, tickLabel(t, to - from)),
     ]),
     events.map((event, i) => {
-      const cx = x(times[i]!);
-      const cy = axisY - 14 - (i % 6) * 14;
+      const cx = xs[i]!;
+      const cy = axisY - 14 - level[i]! * 14;
       const actor = actorName(event.actorType);
       return s(
         "g",
@@ -85,7 +112,9 @@ export function minuteChart(minutes: readonly MinuteActivity[]): SVGSVGElement {
   const y = (n: number): number => bottom - (n / most) * (bottom - top);
   const line = (values: number[]): string => values.map((v, i) => `${i === 0 ? "M" : "L"}${(left + slot * (i + 0.5)).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
   const total = (values: number[]): number => values.reduce((a, b) => a + b, 0);
-  const label = `Last hour: ${total(appends)} appends, ${total(opened)} notices opened, ${total(acked)} acknowledged; at most ${most} in a minute`;
+  const activity = (appended: number, openedHere: number, ackedHere: number): string =>
+    `${plural(appended, "append")}, ${plural(openedHere, "notice")} opened, ${count(ackedHere)} acknowledged`;
+  const label = `Last hour: ${activity(total(appends), total(opened), total(acked))}; at most ${count(most)} in a minute`;
   const first = minutes[0] === undefined ? 0 : msOf(minutes[0].minute);
   return s(
     "svg",
@@ -102,7 +131,7 @@ export function minuteChart(minutes: readonly MinuteActivity[]): SVGSVGElement {
       s(
         "rect",
         { class: "bar", x: left + slot * i + 1, y: y(appends[i]!), width: Math.max(slot - 2, 1), height: bottom - y(appends[i]!) },
-        s("title", {}, `${formatMs(msOf(m.minute)).slice(11, 16)}: ${appends[i]} appends, ${opened[i]} notices opened, ${acked[i]} acknowledged`),
+        s("title", {}, `${formatMs(msOf(m.minute)).slice(11, 16)}: ${activity(appends[i]!, opened[i]!, acked[i]!)}`),
       ),
     ),
     s("path", { class: "line opened", d: line(opened) }),

@@ -195,8 +195,12 @@ export async function sessionView(context: ViewContext, agentId: string, key: st
       fact("Events shown", count(history.events.length)),
       history.gap ? fact("History", "older events were pruned") : null,
     ),
-    history.events.length === 0 ? h("p", { class: "empty" }, "No events are retained for this session.") : eventTimeline(history.events),
-    h("p", { class: "legend" }, h("span", { class: "key actor-agent" }, "agent"), h("span", { class: "key actor-human" }, "human"), h("span", { class: "key actor-system" }, "system")),
+    history.events.length === 0
+      ? h("p", { class: "empty" }, "No events are retained for this session.")
+      : [
+          eventTimeline(history.events),
+          h("p", { class: "legend" }, h("span", { class: "key actor-agent" }, "agent"), h("span", { class: "key actor-human" }, "human"), h("span", { class: "key actor-system" }, "system")),
+        ],
     table(
       history.more ? "Events (the newest 200 of the first 1,000)" : "Events (the newest 200 at most)",
       ["Sequence", "Kind", "Actor", "Summary", "Time"],
@@ -221,9 +225,14 @@ export async function sessionView(context: ViewContext, agentId: string, key: st
 /** What the live view shows of one notice. */
 interface LiveNotice {
   notice: StaleNotice;
-  receivedMs: number;
   state: "pending" | "acknowledged";
   row: HTMLTableRowElement;
+}
+
+/** `no notice was pending`, `1 notice was pending`, `3 notices were pending`. */
+export function pendingWhenOpened(n: number): string {
+  if (n === 0) return "no notice was pending";
+  return n === 1 ? "1 notice was pending" : `${count(n)} notices were pending`;
 }
 
 /** Live: notices as they open and as they are acknowledged, and the namespace's activity per minute. */
@@ -281,10 +290,13 @@ export async function liveView(context: ViewContext, root: HTMLElement): Promise
   await refreshChart();
   const agents = scopedAgents(context.caller);
   const prefixes = (agents ?? [""]).map((agent) => (agent === "" ? "agent:" : `agent:${agent}:`));
+  // Notices before `synced` were pending when the page opened: when they opened is not known here.
+  let synced = false;
   try {
     for await (const message of context.api.watch.subscribeStaleNotices({ watcherKeyPrefixes: prefixes }, { signal: context.signal })) {
       if (message.message.case === "synced") {
-        replace(status, `Following every watcher of ${agents === undefined ? "every agent" : agents.join(", ")}: ${message.message.value.pendingDelivered} notices were pending; new ones appear as they open.`);
+        synced = true;
+        replace(status, `Following every watcher of ${agents === undefined ? "every agent" : agents.join(", ")}: ${pendingWhenOpened(message.message.value.pendingDelivered)}; new ones appear as they open.`);
         continue;
       }
       if (message.message.case !== "notice") continue;
@@ -295,7 +307,7 @@ export async function liveView(context: ViewContext, root: HTMLElement): Promise
       const row = h(
         "tr",
         { "data-state": "pending" },
-        h("td", {}, formatMs(Date.now())),
+        h("td", {}, synced ? formatMs(Date.now()) : "already pending"),
         h("td", {}, notice.watcherSessionKey),
         h("td", {}, h("a", { href: sessionHref(context.namespace, notice.target) }, notice.target?.key ?? "?")),
         h("td", {}, count(notice.changesSince)),
@@ -304,7 +316,7 @@ export async function liveView(context: ViewContext, root: HTMLElement): Promise
         h("td", {}, h("code", { class: "notice" }, notice.text)),
       );
       body.prepend(row);
-      shown.unshift({ notice, receivedMs: Date.now(), state: "pending", row });
+      shown.unshift({ notice, state: "pending", row });
       for (const old of shown.splice(200)) old.row.remove();
     }
   } catch (error) {
@@ -326,6 +338,7 @@ export async function serverView(context: ViewContext): Promise<Child> {
       fact("Backend", info.backend),
       fact("Node id", info.nodeId),
       fact("Database", info.databaseReachable ? h("span", { class: "ok" }, "reachable") : h("strong", { class: "bad" }, "unreachable")),
+      fact("Stored in", info.database === "" ? h("span", { class: "muted" }, "shown to an admin token only") : h("code", {}, info.database)),
       fact("Started", formatTime(info.startedAt)),
       fact("Your token", info.caller?.authenticated ? `${info.caller.tokenName}${info.caller.admin ? " (admin)" : ` (agents: ${info.caller.agents.join(", ")})`}` : "authentication is off"),
     ),
@@ -333,7 +346,7 @@ export async function serverView(context: ViewContext): Promise<Child> {
     h(
       "dl",
       { class: "facts" },
-      fact("Keeps", `${retention?.retentionDays ?? 0} days, at most ${count(retention?.maxEvents ?? 0n)} events a namespace`),
+      fact("Keeps", `${plural(retention?.retentionDays ?? 0, "day")}, at most ${count(retention?.maxEvents ?? 0n)} events a namespace`),
       fact("Last pass here", retention?.lastPassAt === undefined ? "none since start" : formatTime(retention.lastPassAt)),
       fact("It removed", retention?.lastPassAt === undefined ? "—" : `${plural(retention.lastPassEventsRemoved, "event")}, ${plural(retention.lastPassCursorsRemoved, "cursor")}`),
       fact("Watermarks", "each session's pruned-through, in the sessions list"),

@@ -13,6 +13,8 @@ export interface ServerFacts {
   version: string;
   backend: "sqlite" | "postgres";
   nodeId: string;
+  /** The file's absolute path, or the URL with its password replaced, and the schema. */
+  database: string;
   startedAtMs: number;
   retentionDays: number;
   maxEvents: number;
@@ -76,6 +78,8 @@ export function serverInfo(facts: ServerFacts, context: CallContext): ServerInfo
     })),
     caller: callerFromPrincipal(context.principal),
     namespace: context.namespace,
+    // Where the data lives is for who runs the server: an admin token, or anyone when no token is asked.
+    database: context.principal === undefined || context.principal.admin ? facts.database : "",
     hooks: (facts.hookCalls?.snapshot() ?? []).map((counts) => ({
       cli: counts.cli,
       matched: BigInt(counts.matched),

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { appendFileSync, existsSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { createServer } from "node:http";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -63,6 +63,10 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     await page.getByRole("button", { name: "Use this token" }).click();
     return page;
   }
+
+  /** The height of each mark on the session's time axis (its circle's cy), in sequence order. */
+  const markHeights = async (page: Page): Promise<string[]> =>
+    Promise.all((await page.locator("svg.timeline circle").all()).map(async (mark) => (await mark.getAttribute("cy")) ?? ""));
 
   const shoot = (page: Page, name: string): Promise<Buffer> => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
 
@@ -205,6 +209,9 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     const status = await admin.reconcile.sessionStatus({ session: { key: worker(1) }, changesSince: 0n });
     const events = status.stateChanges!.events;
     assert.equal(await page.locator("svg.timeline .mark").count(), events.length);
+    // The worker's events are minutes apart: every mark stands at one height, and the legend names the colours.
+    assert.deepEqual(new Set(await markHeights(page)), new Set(["17"]));
+    assert.equal(await page.locator("p.legend").count(), 1);
     const rows = await page.getByRole("table").filter({ hasText: "Events" }).locator("tbody tr td:first-child").allInnerTexts();
     assert.deepEqual(rows, events.map((e) => String(e.sequence)).reverse());
     await shoot(page, "session");
@@ -223,9 +230,34 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     await page.close();
   });
 
+  test("a session without events shows no chart and no legend; events at one moment stand one above another", async () => {
+    const page = await signIn(secrets.admin, `#/ns/default/session/main/${encodeURIComponent(W)}`);
+    await page.getByText("No events are retained for this session.").waitFor();
+    assert.equal(await page.locator("svg.timeline").count(), 0);
+    assert.equal(await page.locator("p.legend").count(), 0);
+    await page.close();
+    const burst = "agent:main:burst";
+    for (let i = 0; i < 3; i++) await admin.signalLog.append(goal(burst, { summary: `burst ${i}` }));
+    const at = await admin.reconcile.sessionStatus({ session: { key: burst }, changesSince: 0n });
+    const when = new Date(Number(at.stateChanges!.events[0]!.occurredAt!.seconds) * 1000).toISOString().slice(0, 19).replace("T", " ");
+    const shown = await signIn(secrets.admin, `#/ns/default/session/main/${encodeURIComponent(burst)}`);
+    const timeline = shown.locator("svg.timeline");
+    await timeline.waitFor();
+    assert.equal(await timeline.getAttribute("aria-label"), `Time axis: 3 events from ${when}Z to ${when}Z`);
+    // Three marks at one x: the first on the lowest stem, each next one a level (14 px) higher.
+    assert.deepEqual(await markHeights(shown), ["45", "31", "17"]);
+    assert.equal(await shown.locator("p.legend").count(), 1);
+    await shown.close();
+  });
+
   test("live: a notice opened by an append appears within a second, and is marked acknowledged after the ack", async () => {
+    const pending = (await admin.reconcile.listNamespaces({})).namespaces.find((n) => n.name === "default")!.pendingNotices;
+    assert.ok(pending > 1n, `several notices are pending (${pending})`);
     const page = await signIn(secrets.admin, "#/ns/default/live");
-    await page.getByRole("status").filter({ hasText: "notices were pending" }).waitFor();
+    await page.getByRole("status").filter({ hasText: `Following every watcher of every agent: ${pending} notices were pending; new ones appear as they open.` }).waitFor();
+    // Notices pending before the page opened say so: when they opened is not known to the page.
+    const received = await page.locator("table.live tbody tr td:first-child").allInnerTexts();
+    assert.deepEqual(received, new Array<string>(Number(pending)).fill("already pending"));
     // Acknowledge the worker-4 pair's history first: a fresh pair, so its notice is the one this test opens.
     await admin.watch.watch({ watcherSessionKey: W, target: { key: worker(4) } });
     const appended = await admin.signalLog.append(goal(worker(4), { summary: "live change" }));
@@ -233,6 +265,7 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     const row = page.locator("table.live tbody tr").filter({ hasText: worker(4) });
     await row.waitFor({ timeout: 5000 });
     const appearedMs = performance.now() - openedAt;
+    assert.match(await row.locator("td").first().innerText(), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/);
     const [cursor] = (await admin.watch.listWatches({ watcherSessionKey: W, target: { key: worker(4) } })).cursors;
     assert.deepEqual(await row.locator("td").allInnerTexts().then((cells) => cells.slice(1)), [
       W,
@@ -261,8 +294,9 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     await links.waitFor();
     const info = await admin.reconcile.getServerInfo({});
     const facts = await page.locator("dl.facts").first().innerText();
-    for (const [term, value] of [["Version", info.version], ["Backend", info.backend], ["Node id", info.nodeId], ["Database", "reachable"], ["Your token", "operator (admin)"]]) {
-      assert.match(facts, new RegExp(`${term}\\s+${value!.replace(/[.()]/g, "\\$&")}`));
+    assert.equal(info.database, resolve(t.dbPath));
+    for (const [term, value] of [["Version", info.version], ["Backend", info.backend], ["Node id", info.nodeId], ["Database", "reachable"], ["Stored in", info.database], ["Your token", "operator (admin)"]]) {
+      assert.match(facts, new RegExp(`${term}\\s+${value!.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(\n|$)`));
     }
     // The outcome is ListUpstreamLinks' at the moment the page read it: the hook's scan recorded the turn,
     // and the monitor's first tick (15 s after start) may have scanned the link again since.
@@ -294,6 +328,17 @@ describe("the console in a browser", { skip: skipWithoutBrowser() }, () => {
     await page.goto(`${base}/#/ns/default/sessions`);
     await page.getByRole("alert").filter({ hasText: 'Your token may not see this: namespace "default" is outside the scope of token "gateway-a"' }).waitFor();
     assert.equal(await page.getByText(worker(1)).count(), 0);
+    // Where the server keeps its data is for an admin token.
+    assert.equal((await teamA.reconcile.getServerInfo({})).database, "");
+    await page.goto(`${base}/#/ns/team-a/server`);
+    assert.match(await page.locator("dl.facts").first().innerText(), /Stored in\s+shown to an admin token only\n/);
+    // Live in team-a: nothing pending when the page opens, then one.
+    await page.goto(`${base}/#/ns/team-a/live`);
+    await page.getByRole("status").filter({ hasText: "Following every watcher of main: no notice was pending; new ones appear as they open." }).waitFor();
+    await teamA.watch.watch({ watcherSessionKey: W, target: { key: "agent:main:team-a-only" } });
+    await teamA.signalLog.append(goal("agent:main:team-a-only", { summary: "one more" }));
+    await page.reload();
+    await page.getByRole("status").filter({ hasText: "Following every watcher of main: 1 notice was pending; new ones appear as they open." }).waitFor();
     await page.close();
   });
 

@@ -3,6 +3,7 @@
  * the backends apart (SQLite for `--db PATH`, PostgreSQL replicas for a `postgres://` URL), so that the
  * server only ever sees the Store port.
  */
+import { resolve } from "node:path";
 import { setTimeout as pause } from "node:timers/promises";
 import { encodeStateEvent } from "../../codec/event-codec.js";
 import type { Clock } from "../../clock.js";
@@ -83,7 +84,7 @@ export interface OpenedStore {
   store: Store;
   lifecycle: StoreLifecycle;
   tuning: StoreTuning;
-  /** The file, or the URL without its password, and the schema. */
+  /** The file's absolute path, or the URL without its password, and the schema (logs; GetServerInfo for admins). */
   description: string;
   /** Which backend this is (GetServerInfo). */
   backend: "sqlite" | "postgres";
@@ -128,7 +129,7 @@ function openSqlite(settings: StoreSettings, { log, storage, commits }: StoreObs
     releaseLeases: async () => undefined,
     close: () => store.close(),
   };
-  return { store, lifecycle, tuning: { pruneStepTargetMs: 3 }, description: settings.dbPath, backend: "sqlite" };
+  return { store, lifecycle, tuning: { pruneStepTargetMs: 3 }, description: settings.dbPath === ":memory:" ? settings.dbPath : resolve(settings.dbPath), backend: "sqlite" };
 }
 
 async function openPostgres(settings: StoreSettings, observers: StoreObservers): Promise<OpenedStore> {

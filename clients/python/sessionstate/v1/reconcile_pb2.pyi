@@ -26,9 +26,10 @@ class GetServerInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetServerInfoResponse(_message.Message):
-    __slots__ = ["backend", "caller", "database_reachable", "hooks", "minutes", "namespace", "node_id", "retention", "started_at", "upstream_monitor", "version"]
+    __slots__ = ["backend", "caller", "database", "database_reachable", "hooks", "minutes", "namespace", "node_id", "retention", "started_at", "upstream_monitor", "version"]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     CALLER_FIELD_NUMBER: _ClassVar[int]
+    DATABASE_FIELD_NUMBER: _ClassVar[int]
     DATABASE_REACHABLE_FIELD_NUMBER: _ClassVar[int]
     HOOKS_FIELD_NUMBER: _ClassVar[int]
     MINUTES_FIELD_NUMBER: _ClassVar[int]
@@ -40,6 +41,7 @@ class GetServerInfoResponse(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     backend: str
     caller: Caller
+    database: str
     database_reachable: bool
     hooks: _containers.RepeatedCompositeFieldContainer[HookActivity]
     minutes: _containers.RepeatedCompositeFieldContainer[MinuteActivity]
@@ -49,7 +51,7 @@ class GetServerInfoResponse(_message.Message):
     started_at: _timestamp_pb2.Timestamp
     upstream_monitor: MonitorState
     version: str
-    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., node_id: _Optional[str] = ..., database_reachable: bool = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retention: _Optional[_Union[RetentionState, _Mapping]] = ..., upstream_monitor: _Optional[_Union[MonitorState, _Mapping]] = ..., minutes: _Optional[_Iterable[_Union[MinuteActivity, _Mapping]]] = ..., caller: _Optional[_Union[Caller, _Mapping]] = ..., namespace: _Optional[str] = ..., hooks: _Optional[_Iterable[_Union[HookActivity, _Mapping]]] = ...) -> None: ...
+    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., node_id: _Optional[str] = ..., database_reachable: bool = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., retention: _Optional[_Union[RetentionState, _Mapping]] = ..., upstream_monitor: _Optional[_Union[MonitorState, _Mapping]] = ..., minutes: _Optional[_Iterable[_Union[MinuteActivity, _Mapping]]] = ..., caller: _Optional[_Union[Caller, _Mapping]] = ..., namespace: _Optional[str] = ..., hooks: _Optional[_Iterable[_Union[HookActivity, _Mapping]]] = ..., database: _Optional[str] = ...) -> None: ...
 
 class GetStateVersionsRequest(_message.Message):
     __slots__ = ["sessions"]
