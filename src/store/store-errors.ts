@@ -52,10 +52,19 @@ export function storeFaultFromError(error: unknown): StoreFault | undefined {
  * a person's words, or undefined when it is worth waiting for.
  */
 export function startupMistake(error: unknown): string | undefined {
+  // The driver's own failure may come wrapped (a connection that failed while checked out): look at each cause.
+  for (let cause = error, depth = 0; cause !== undefined && cause !== null && depth < 4; cause = (cause as { cause?: unknown }).cause, depth++) {
+    const mistake = mistakeOf(cause);
+    if (mistake !== undefined) return mistake;
+  }
+  return undefined;
+}
+
+function mistakeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   // The driver's own, before the server is asked: a password the server wants and the URL does not give.
-  if (/password must be a string|no password|SASL/iu.test(message) && typeof code !== "string") {
+  if (/password must be a (non-empty )?string/iu.test(message) && typeof code !== "string") {
     return `the server asks for a password and the URL gives none (${message})`;
   }
   if (typeof code !== "string") return undefined;
