@@ -5,13 +5,15 @@ import { createServer as createTlsServer } from "node:tls";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client, credentials } from "@grpc/grpc-js";
+import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { Reconcile } from "../../gen/sessionstate/v1/reconcile_pb.js";
 import { ipTargetServerName, SessionStateClient, targetHost } from "../../clients/typescript/src/session-state-client.js";
 import { createServiceClient } from "../../clients/typescript/src/service-client.js";
 import { hashToken } from "../../src/rpc/tokens.js";
 import { assertStatus, goal, human, startTestServer, status, tempDir, type TestServer } from "../support/helpers.js";
-import { runCli, spawnServer } from "../support/process-helpers.js";
+import { binPath, runCli, spawnServer } from "../support/process-helpers.js";
 import { makeTestPki, type TestPki } from "../support/tls-helpers.js";
 
 const W = "agent:main:main";
@@ -85,6 +87,28 @@ describe("TLS", () => {
       const byName = await runCli(["sessions", "--server", `localhost:${port2}`, "--tls-ca", nameOnly.paths.ca]);
       assert.equal(byName.code, 0, byName.stderr);
     } finally {
+      await t.dispose();
+    }
+  });
+
+  test("the MCP server reaches a TLS server by IP address (Node 26 included) and reads through it", async () => {
+    const t = await startTestServer({ tls: { certPem: pki.serverCertPem, keyPem: pki.serverKeyPem } });
+    const port = t.server.address.slice(t.server.address.lastIndexOf(":") + 1);
+    const mcp = new McpClient({ name: "sessionstate-test", version: "1.0.0" });
+    const client = new SessionStateClient({ address: t.server.address, tls: { caPem: pki.caPem }, logger: silent });
+    try {
+      const appended = await client.signalLog.append(goal(W));
+      await mcp.connect(
+        new StdioClientTransport({ command: process.execPath, args: [binPath, "mcp", "--server", `127.0.0.1:${port}`, "--tls-ca", pki.paths.ca, "--session", W], stderr: "pipe" }),
+      );
+      const result = (await mcp.callTool({ name: "sessions_list", arguments: { agentId: "main" } })) as { isError?: boolean; content: { text: string }[] };
+      assert.deepEqual(
+        { isError: result.isError === true, value: JSON.parse(result.content[0]!.text) as unknown },
+        { isError: false, value: { sessions: [{ sessionKey: W, agentId: "main", stateVersion: Number(appended.stateVersion) }] } },
+      );
+    } finally {
+      client.close();
+      await mcp.close();
       await t.dispose();
     }
   });
