@@ -72,6 +72,9 @@ describe("a replica starting on PostgreSQL", { skip: skipWithoutPostgres() }, ()
         const health = createServiceClient(clients.channel, Health, { timeoutMs: 2000 });
         await until(async () => (await health.check({ service: "" }).catch(() => undefined))?.status === ServingStatus.SERVING, "serving with the right password", 10_000);
         assert.equal(server.stderr(), "");
+        // The console's server view shows where the data is, the password never (authentication is off here).
+        const info = await clients.reconcile.getServerInfo({});
+        assert.equal(info.database, `${withPassword("***")} schema ${schema}`);
       } finally {
         clients.close();
         server.child.kill("SIGKILL");
