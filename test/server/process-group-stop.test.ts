@@ -52,7 +52,8 @@ async function stopGroup(signal: NodeJS.Signals, db: string[]): Promise<void> {
     });
     const started = performance.now();
     process.kill(-npm.pid!, signal);
-    const [code] = (await once(npm, "exit")) as [number | null];
+    // "close": npm and the server have exited and their last lines have been read.
+    const [code] = (await once(npm, "close")) as [number | null];
     const tookMs = performance.now() - started;
     const log = stdout + stderr;
     console.log(`# ${signal} to the group of npm start (${db[1]?.startsWith("postgres") === true ? "PostgreSQL" : "SQLite"}): exit ${code} after ${Math.round(tookMs)} ms`);

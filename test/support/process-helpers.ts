@@ -50,7 +50,8 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd?: 
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const [code] = (await once(child, "exit")) as [number | null];
+  // "close", not "exit": the process may be gone before its last output has been read from the pipes.
+  const [code] = (await once(child, "close")) as [number | null];
   return { code, stdout, stderr };
 }
 
