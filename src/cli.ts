@@ -168,12 +168,10 @@ async function serve(args: readonly string[]): Promise<number> {
   try {
     server = await startServer(config, { logger, onFatal: (err) => failed?.(err), onWaiting: (line) => process.stderr.write(`sessionstate: ${line}\n`) });
   } catch (err) {
-    if (err instanceof DatabaseSetupError) {
+    // Errors that say what to do are printed as they are; a database set up wrongly is a usage error (exit 2).
+    if (err instanceof DatabaseSetupError || err instanceof DatabaseInUseError || err instanceof DatabaseOpenError || err instanceof AddressInUseError) {
       process.stderr.write(`sessionstate: ${err.message}\n`);
-      return 2;
-    }
-    if (err instanceof DatabaseInUseError || err instanceof DatabaseOpenError || err instanceof AddressInUseError) {
-      process.stderr.write(`sessionstate: ${err.message}\n`);
+      if (err instanceof DatabaseSetupError) return 2;
     } else {
       logger.fatal({ err }, "failed to start");
       process.stderr.write(`sessionstate: failed to start: ${(err as Error).message}\n`);

@@ -46,10 +46,11 @@ describe("a replica starting on PostgreSQL", { skip: skipWithoutPostgres() }, ()
     const admin = await connectTestClient(url);
     await admin.query("CREATE ROLE password_role LOGIN PASSWORD 'right-password'");
     await admin.query("GRANT CREATE ON DATABASE postgres TO password_role");
-    // The test cluster trusts local logins; this role alone must give a password (the first matching line wins).
+    // The test cluster trusts local logins (its only way in: it listens on no TCP port); this role alone must
+    // give a password (the first matching line wins).
     const hbaFile = (await admin.query<{ hba_file: string }>("SHOW hba_file")).rows[0]!.hba_file;
     const hba = readFileSync(hbaFile, "utf8");
-    writeFileSync(hbaFile, `local all password_role scram-sha-256\nhost all password_role 127.0.0.1/32 scram-sha-256\n${hba}`);
+    writeFileSync(hbaFile, `local all password_role scram-sha-256\n${hba}`);
     await admin.query("SELECT pg_reload_conf()");
     const schema = freshSchema();
     try {

@@ -152,19 +152,19 @@ async function openPostgres(settings: StoreSettings, observers: StoreObservers):
   let ready = false;
   let closing = false;
   const where = `${redactPostgresUrl(settings.dbPath)} schema ${settings.dbSchema}`;
+  // A mistake no retry can mend stops the start; a database that is away, busy or starting is waited for.
+  const setupError = (err: unknown): DatabaseSetupError | undefined => {
+    const mistake = startupMistake(err);
+    return mistake === undefined ? undefined : new DatabaseSetupError(`cannot use the database ${where}: ${mistake}`, { cause: err });
+  };
   try {
     await store.start();
     ready = true;
   } catch (err) {
-    // A mistake no retry can mend stops the start; a database that is away, busy or starting is waited for.
-    const mistake = startupMistake(err);
-    if (mistake !== undefined) {
+    const fatal = setupError(err) ?? (storeFaultFromError(err) === undefined ? err : undefined);
+    if (fatal !== undefined) {
       await store.close();
-      throw new DatabaseSetupError(`cannot use the database ${where}: ${mistake}`, { cause: err });
-    }
-    if (storeFaultFromError(err) === undefined) {
-      await store.close();
-      throw err;
+      throw fatal;
     }
     log.error({ err }, "database not answering: listening, not serving, and retrying");
     observers.waiting?.(`waiting for the database ${where} (${(err as Error).message}): listening, not serving until it answers`);
@@ -182,10 +182,9 @@ async function openPostgres(settings: StoreSettings, observers: StoreObservers):
           try {
             await store.start();
           } catch (err) {
-            const mistake = startupMistake(err);
-            if (mistake !== undefined) return onFatal(new DatabaseSetupError(`cannot use the database ${where}: ${mistake}`, { cause: err }));
-            if (storeFaultFromError(err) !== undefined) continue;
-            return onFatal(err);
+            const fatal = setupError(err) ?? (storeFaultFromError(err) === undefined ? err : undefined);
+            if (fatal !== undefined) return onFatal(fatal);
+            continue;
           }
           if (closing) return;
           ready = true;
@@ -203,5 +202,5 @@ async function openPostgres(settings: StoreSettings, observers: StoreObservers):
       return store.close(withinMs);
     },
   };
-  return { store, lifecycle, tuning: { pruneStepTargetMs: 15 }, description: `${redactPostgresUrl(settings.dbPath)} schema ${settings.dbSchema}`, backend: "postgres", claims: store.claims };
+  return { store, lifecycle, tuning: { pruneStepTargetMs: 15 }, description: where, backend: "postgres", claims: store.claims };
 }
